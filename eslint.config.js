@@ -1,0 +1,55 @@
+// Lint with architecture rules (ARCHITECTURE.md "Layers"): core is pure (no node:*, cloudflare:*,
+// adapters, edges, engine or hosts); the engine and ports never reach adapters, edges or hosts;
+// no import cycles anywhere. Zero warnings are allowed (npm run lint uses --max-warnings 0).
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+
+const forbid = (patterns, message) => ({
+  'no-restricted-imports': ['error', { patterns: patterns.map((group) => ({ group, message })) }],
+});
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'test-output/**', 'bench/results/**', '**/*.d.ts'] },
+  ...tseslint.configs.recommended,
+  importX.flatConfigs.typescript,
+  {
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  {
+    files: ['packages/server/src/core/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid(
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/engine/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      'core is pure: it may import only the contract and other core modules',
+    ),
+  },
+  {
+    files: ['packages/server/src/engine/**/*.ts', 'packages/server/src/ports/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid(
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      'the engine runs on every host: it reaches storage, time and other streams only through ports',
+    ),
+  },
+  {
+    files: ['packages/server/src/http/**/*.ts', 'packages/server/src/rpc/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid([['node:*', '**/adapters/**', '**/hosts/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
+  },
+  {
+    files: ['packages/contract/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid([['node:*', '@rivulet/*', 'hono', 'hono/*']], 'the contract is schemas and types only'),
+  },
+  {
+    files: ['packages/client/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid([['@rivulet/server', '@rivulet/server/*']], 'the SDK talks to the server over the wire only'),
+  },
+);

@@ -1,0 +1,93 @@
+/** `rivulet serve`: start the server on embedded SQLite (API.md §1, §7). */
+import { Defaults } from '@rivulet/contract';
+import { startNodeServer } from '@rivulet/server/node';
+import { intOption, parse, UsageError, type Command } from '../command.js';
+
+const usage = `Usage: rivulet serve [options]
+
+Starts the Rivulet server on embedded SQLite. Every option can also be set by its environment variable.
+
+Options:
+  --port N                     listen port (RIVULET_PORT, default ${Defaults.port})
+  --host ADDR                  listen address (RIVULET_HOST, default ${Defaults.host})
+  --data DIR                   data folder (RIVULET_DATA, default ${Defaults.data})
+  --tokens FILE                tokens file, lines "TOKEN PROJECT_ID" (RIVULET_TOKENS); required off loopback
+  --durability full|relaxed    full: fsync before answering (survives power loss, default);
+                               relaxed: survives a process crash, not a power loss (RIVULET_DURABILITY)
+  --max-event-bytes N          largest event as JSON (RIVULET_MAX_EVENT_BYTES, default ${Defaults.maxEventBytes})
+  --max-body-bytes N           largest request body (RIVULET_MAX_BODY_BYTES, default ${Defaults.maxBodyBytes})
+  --max-delivery-attempts N    failures before a subscription halts (RIVULET_MAX_DELIVERY_ATTEMPTS, default ${Defaults.maxDeliveryAttempts})
+  --retry-base-ms N            first retry delay (RIVULET_RETRY_BASE_MS, default ${Defaults.retryBaseMs})
+  --retry-max-ms N             longest retry delay (RIVULET_RETRY_MAX_MS, default ${Defaults.retryMaxMs})
+  --delivery-timeout-ms N      per receiver call (RIVULET_DELIVERY_TIMEOUT_MS, default ${Defaults.deliveryTimeoutMs})
+  -h, --help                   show this help`;
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'start the server on embedded SQLite',
+  usage,
+  async run(argv, io) {
+    const { values, positionals } = parse(argv, {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      tokens: { type: 'string' },
+      durability: { type: 'string' },
+      'max-event-bytes': { type: 'string' },
+      'max-body-bytes': { type: 'string' },
+      'max-delivery-attempts': { type: 'string' },
+      'retry-base-ms': { type: 'string' },
+      'retry-max-ms': { type: 'string' },
+      'delivery-timeout-ms': { type: 'string' },
+    });
+    if (values.help) {
+      io.out(usage);
+      return 0;
+    }
+    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+    const env = io.env;
+    const pick = (flag: keyof typeof values, variable: string) => (values[flag] as string | undefined) ?? env[variable];
+    const durability = pick('durability', 'RIVULET_DURABILITY') ?? 'full';
+    if (durability !== 'full' && durability !== 'relaxed') {
+      throw new UsageError(`--durability must be "full" or "relaxed", got "${durability}"`);
+    }
+    const tokensFile = pick('tokens', 'RIVULET_TOKENS');
+    const server = await startNodeServer({
+      port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
+      host: pick('host', 'RIVULET_HOST') ?? Defaults.host,
+      data: pick('data', 'RIVULET_DATA') ?? Defaults.data,
+      ...(tokensFile ? { tokensFile } : {}),
+      durability,
+      maxEventBytes: intOption('--max-event-bytes', pick('max-event-bytes', 'RIVULET_MAX_EVENT_BYTES'), Defaults.maxEventBytes, 1),
+      maxBodyBytes: intOption('--max-body-bytes', pick('max-body-bytes', 'RIVULET_MAX_BODY_BYTES'), Defaults.maxBodyBytes, 1),
+      maxDeliveryAttempts: intOption(
+        '--max-delivery-attempts',
+        pick('max-delivery-attempts', 'RIVULET_MAX_DELIVERY_ATTEMPTS'),
+        Defaults.maxDeliveryAttempts,
+        1,
+      ),
+      retryBaseMs: intOption('--retry-base-ms', pick('retry-base-ms', 'RIVULET_RETRY_BASE_MS'), Defaults.retryBaseMs, 1),
+      retryMaxMs: intOption('--retry-max-ms', pick('retry-max-ms', 'RIVULET_RETRY_MAX_MS'), Defaults.retryMaxMs, 1),
+      deliveryTimeoutMs: intOption(
+        '--delivery-timeout-ms',
+        pick('delivery-timeout-ms', 'RIVULET_DELIVERY_TIMEOUT_MS'),
+        Defaults.deliveryTimeoutMs,
+        1,
+      ),
+    });
+    io.out(
+      `rivulet listening on ${server.url} (data ${server.dataDir}, durability ${durability}${tokensFile ? ', tokens' : ', open mode'})`,
+    );
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        io.out('rivulet: shutting down');
+        void server.close().then(resolve);
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    return 0;
+  },
+};

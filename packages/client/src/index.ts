@@ -1,0 +1,1 @@
+export { RivuletError } from '@rivulet/contract';

@@ -1,0 +1,54 @@
+/**
+ * Shapes of the HTTP interface (API.md §3). Query schemas take strings (URL parameters) and
+ * produce typed values; the same schemas feed /v1/openapi.json.
+ */
+import { z } from 'zod';
+import { Limits } from './limits.js';
+import type { CommittedEvent } from './events.js';
+
+const intParam = (name: string, min: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, `${name} must be a non-negative integer`)
+    .transform(Number)
+    .pipe(z.int(`${name} must be a safe integer`).min(min, `${name} must be at least ${min}`));
+
+export const ReadQuerySchema = z.strictObject({
+  afterOffset: intParam('afterOffset', 0).optional(),
+  beforeOffset: intParam('beforeOffset', 1).optional(),
+  limit: intParam('limit', 1)
+    .pipe(z.int().max(Limits.readPageMax, `limit must be at most ${Limits.readPageMax}`))
+    .optional(),
+  eventTypes: z.string().min(1).max(16_384).optional(),
+  includeEphemeral: z.enum(['true', 'false']).optional(),
+  live: z.literal('sse', { error: 'live must be "sse"' }).optional(),
+});
+
+export const ListQuerySchema = z.strictObject({
+  prefix: z.string().min(1).max(Limits.pathMaxLength * 3).optional(),
+  limit: intParam('limit', 1).pipe(z.int().max(10_000, 'limit must be at most 10000')).optional(),
+  after: z.string().min(1).max(Limits.pathMaxLength * 3).optional(),
+});
+
+export interface ReadResponse {
+  streamId: string | null;
+  streamMaxOffset: number;
+  events: CommittedEvent[];
+}
+
+export interface AppendResponse {
+  events: CommittedEvent[];
+}
+
+export interface StreamListEntry {
+  path: string;
+  streamId: string;
+  createdAt: string;
+  maxOffset: number;
+}
+
+export interface ListResponse {
+  streams: StreamListEntry[];
+  /** Present when more streams follow: pass it as `after` to read the next page. */
+  nextAfter?: string;
+}

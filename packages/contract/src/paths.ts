@@ -1,0 +1,71 @@
+/**
+ * Canonical stream paths (API.md §3, SEMANTICS §9.3). Pure: shared by the server's edges and the
+ * SDK so both agree on what a path means.
+ *
+ * Canonical form: a leading "/", segments joined by "/", no empty, "." or ".." segment. The root
+ * stream is "/". Surrounding whitespace of the whole path is trimmed; "." segments vanish; ".."
+ * removes the previous segment and may not escape the root; "?", "#", "\\", ":" and control
+ * characters are refused anywhere.
+ */
+import { RivuletError } from './errors.js';
+import { Limits } from './limits.js';
+
+const FORBIDDEN_CHAR = /[?#\\:\u0000-\u001f\u007f-\u009f]/u;
+
+export interface CanonicalizeOptions {
+  /** Percent-decode each segment (paths taken from a URL). */
+  decode?: boolean;
+}
+
+function invalid(message: string, path: string): RivuletError {
+  return new RivuletError('INVALID_INPUT', message, { path });
+}
+
+export function canonicalizePath(raw: string, options: CanonicalizeOptions = {}): string {
+  if (typeof raw !== 'string') throw invalid('stream path must be a string', String(raw));
+  const trimmed = raw.trim();
+  if (trimmed.length > Limits.pathMaxLength * 3) {
+    throw invalid(`stream path is longer than ${Limits.pathMaxLength} characters`, trimmed.slice(0, 64));
+  }
+  if (trimmed === '' || trimmed === '/') return '/';
+  const body = trimmed.startsWith('/') ? trimmed.slice(1) : trimmed;
+  const out: string[] = [];
+  for (const rawSegment of body.split('/')) {
+    let segment = rawSegment;
+    if (options.decode) {
+      try {
+        segment = decodeURIComponent(rawSegment);
+      } catch {
+        throw invalid(`stream path segment "${rawSegment}" is not valid percent-encoding`, raw);
+      }
+      if (segment.includes('/')) {
+        throw invalid(`stream path segment "${rawSegment}" decodes to a "/" inside one segment`, raw);
+      }
+    }
+    if (FORBIDDEN_CHAR.test(segment)) {
+      throw invalid(
+        `stream path "${raw}" contains a character that paths may not use (?, #, \\, : or a control character)`,
+        raw,
+      );
+    }
+    if (segment === '') throw invalid(`stream path "${raw}" has an empty segment`, raw);
+    if (segment === '.') continue;
+    if (segment === '..') {
+      if (out.length === 0) throw invalid(`stream path "${raw}" uses ".." to escape the root`, raw);
+      out.pop();
+      continue;
+    }
+    out.push(segment);
+  }
+  const path = `/${out.join('/')}`;
+  if (path.length > Limits.pathMaxLength) {
+    throw invalid(`stream path is longer than ${Limits.pathMaxLength} characters`, path.slice(0, 64));
+  }
+  return path;
+}
+
+/** True when `path` is `prefix` itself or lies below it (segment-wise). */
+export function isPathUnder(path: string, prefix: string): boolean {
+  if (prefix === '/') return true;
+  return path === prefix || path.startsWith(`${prefix}/`);
+}

@@ -1,0 +1,81 @@
+/**
+ * In-memory reference adapter of the storage port: SQLite compiled to WebAssembly (sql.js), with
+ * no file and no durability. A second, independent implementation behind the same port keeps the
+ * port honest (the engine's SQL must not lean on one binding's quirks, as the Durable Object SQL
+ * API will not have them) and gives unit tests a fast engine with no native dependency.
+ * Transactions commit at once; `flush()` has nothing to wait for.
+ */
+import initSqlJs from 'sql.js';
+import type { Database, SqlJsStatic, Statement } from 'sql.js';
+import type { SqlStorage, SqlValue } from '../../ports/storage.js';
+
+let engine: Promise<SqlJsStatic> | undefined;
+
+export class MemoryStorage implements SqlStorage {
+  private readonly statements = new Map<string, Statement>();
+  private depth = 0;
+  private closed = false;
+  readonly epoch = 0;
+
+  private constructor(private readonly db: Database) {}
+
+  static async create(): Promise<MemoryStorage> {
+    engine ??= initSqlJs();
+    return new MemoryStorage(new (await engine).Database());
+  }
+
+  private statement(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  exec<R extends object>(sql: string, ...params: SqlValue[]): R[] {
+    const stmt = this.statement(sql);
+    try {
+      stmt.bind(params);
+      const rows: R[] = [];
+      while (stmt.step()) rows.push(stmt.getAsObject() as R);
+      return rows;
+    } finally {
+      stmt.reset();
+    }
+  }
+
+  run(sql: string, ...params: SqlValue[]): number {
+    this.exec(sql, ...params);
+    return this.db.getRowsModified();
+  }
+
+  transaction<T>(fn: () => T): T {
+    if (this.closed) throw new Error('storage is closed');
+    const name = `tx${this.depth}`;
+    this.db.exec(`SAVEPOINT ${name}`);
+    this.depth++;
+    try {
+      const result = fn();
+      this.db.exec(`RELEASE ${name}`);
+      return result;
+    } catch (error) {
+      this.db.exec(`ROLLBACK TO ${name}`);
+      this.db.exec(`RELEASE ${name}`);
+      throw error;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  flush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const stmt of this.statements.values()) stmt.free();
+    this.db.close();
+  }
+}

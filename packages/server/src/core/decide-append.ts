@@ -1,0 +1,164 @@
+/**
+ * Decide one atomic append (SEMANTICS §1.3–1.5, §2.5, §9.5): given the current state and the
+ * checked inputs, assign offsets, fold, and answer the events to commit — or throw a typed
+ * rejection, in which case nothing is written. Pure apart from the injected lookups.
+ *
+ * Order of judgement, per input in input order: idempotent repeat (same body → the stored event;
+ * other body → CONFLICT), pause rule, control-event rules, offset assertion, event size. After the
+ * batch: the core-state byte limit (growing past it is rejected; shrinking is always allowed).
+ */
+import {
+  ACCEPTED_WHILE_PAUSED,
+  EventType,
+  RivuletError,
+  type CommittedEvent,
+  type CoreState,
+} from '@rivulet/contract';
+import type { AppendInput, Authority } from './append-input.js';
+import { canonicalJson } from './canonical-json.js';
+import { reduce } from './reduce.js';
+import { utf8Length } from './sizes.js';
+
+export interface DecideEnv {
+  projectId: string | null;
+  path: string;
+  state: CoreState | null;
+  /** Bytes of the current core state as JSON. */
+  stateBytes: number;
+  /** Highest offset assigned so far, ephemeral included (0 for a stream that does not exist). */
+  head: number;
+  /** createdAt of the events of this append. */
+  now: string;
+  authority: Authority;
+  maxEventBytes: number;
+  maxCoreStateBytes: number;
+  newStreamId(): string;
+  lookupIdempotent(key: string): CommittedEvent | undefined;
+  /** Stateful rules of control events (subscriptions); throws a typed rejection. */
+  checkControl?(input: AppendInput, state: CoreState, head: number): AppendInput;
+}
+
+export interface FreshEvent {
+  event: CommittedEvent;
+  json: string;
+}
+
+export interface AppendDecision {
+  /** One committed event per input, in input order (repeats are the stored events). */
+  results: CommittedEvent[];
+  /** Events to write, in offset order (a new stream's created event first). */
+  fresh: FreshEvent[];
+  state: CoreState;
+  stateJson: string;
+  head: number;
+}
+
+function bodyOf(e: { type: string; payload?: unknown; metadata?: unknown; ephemeral?: true }): string {
+  return canonicalJson({ type: e.type, payload: e.payload, metadata: e.metadata, ephemeral: e.ephemeral });
+}
+
+export function buildEvent(path: string, offset: number, createdAt: string, input: AppendInput): CommittedEvent {
+  const event: CommittedEvent = { path, offset, createdAt, type: input.type };
+  if (input.payload !== undefined) event.payload = input.payload;
+  if (input.metadata !== undefined) event.metadata = input.metadata;
+  if (input.idempotencyKey !== undefined) event.idempotencyKey = input.idempotencyKey;
+  if (input.ephemeral) event.ephemeral = true;
+  if (input.source !== undefined) event.source = input.source;
+  return event;
+}
+
+function refusedWhilePaused(input: AppendInput, authority: Authority): boolean {
+  if (ACCEPTED_WHILE_PAUSED.has(input.type) && input.source === undefined) return false;
+  // Platform facts are accepted; copies (platform, with source) are refused like caller events.
+  return !(authority === 'platform' && input.source === undefined);
+}
+
+export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): AppendDecision {
+  let state = env.state;
+  let head = env.head;
+  const fresh: FreshEvent[] = [];
+  const results: CommittedEvent[] = [];
+  const inBatch = new Map<string, CommittedEvent>();
+
+  const commit = (input: AppendInput): CommittedEvent => {
+    const event = buildEvent(env.path, head + 1, env.now, input);
+    const json = JSON.stringify(event);
+    const bytes = utf8Length(json);
+    if (bytes > env.maxEventBytes) {
+      throw new RivuletError(
+        'PAYLOAD_TOO_LARGE',
+        `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`,
+        { bytes, limit: env.maxEventBytes },
+      );
+    }
+    head = event.offset;
+    if (!event.ephemeral) state = reduce(state, event);
+    fresh.push({ event, json });
+    return event;
+  };
+
+  if (state === null) {
+    const streamId = env.newStreamId();
+    commit({ type: EventType.created, payload: { projectId: env.projectId, path: env.path, streamId } });
+  }
+
+  inputs.forEach((input, index) => {
+    const where = `events[${index}]`;
+    if (input.idempotencyKey !== undefined) {
+      const stored = inBatch.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
+      if (stored) {
+        if (bodyOf(stored) !== bodyOf(input)) {
+          throw new RivuletError(
+            'CONFLICT',
+            `${where}: idempotency key "${input.idempotencyKey}" already names a different event (offset ${stored.offset})`,
+            { idempotencyKey: input.idempotencyKey, offset: stored.offset },
+          );
+        }
+        if (input.offset !== undefined && input.offset !== stored.offset) {
+          throw new RivuletError(
+            'CONFLICT',
+            `${where}: offset assertion failed: idempotency key "${input.idempotencyKey}" is stored at offset ${stored.offset}, not ${input.offset}`,
+            { expected: input.offset, actual: stored.offset },
+          );
+        }
+        results.push(stored);
+        return;
+      }
+    }
+    const current = state!;
+    if (current.paused && refusedWhilePaused(input, env.authority)) {
+      const reason = current.pauseReason ? ` (${current.pauseReason})` : '';
+      throw new RivuletError(
+        'PRECONDITION_FAILED',
+        `${where}: stream ${env.path} is paused${reason}; it refuses appends until ${EventType.resumed}`,
+        { paused: true, pauseReason: current.pauseReason },
+      );
+    }
+    const checked = env.checkControl ? env.checkControl(input, current, head) : input;
+    if (checked.offset !== undefined && checked.offset !== head + 1) {
+      throw new RivuletError(
+        'CONFLICT',
+        `${where}: offset assertion failed: expected offset ${checked.offset}, but the next offset is ${head + 1}`,
+        { expected: checked.offset, actual: head + 1 },
+      );
+    }
+    const event = commit(checked);
+    if (event.idempotencyKey !== undefined) inBatch.set(event.idempotencyKey, event);
+    results.push(event);
+  });
+
+  const finalState = state!;
+  // A batch of pure repeats writes nothing, so its state is neither serialised nor measured.
+  const stateJson = fresh.length > 0 ? JSON.stringify(finalState) : '';
+  if (fresh.length > 0) {
+    const bytes = utf8Length(stateJson);
+    if (bytes > env.maxCoreStateBytes && bytes > env.stateBytes) {
+      throw new RivuletError(
+        'LIMIT_EXCEEDED',
+        `this append would grow the stream's core state to ${bytes} bytes; the limit is ${env.maxCoreStateBytes} bytes`,
+        { bytes, limit: env.maxCoreStateBytes },
+      );
+    }
+  }
+  return { results, fresh, state: finalState, stateJson, head };
+}

@@ -1,0 +1,155 @@
+/**
+ * The core reducer: a pure (state, event) → state fold (ARCHITECTURE practice 1). Time comes from
+ * event.createdAt, never a clock, so replaying the log rebuilds the state exactly (SEMANTICS §1.7).
+ *
+ * - Ephemeral events are never folded (§1.5); callers do not pass them.
+ * - A copied event (one carrying source.copiedFrom) is data: it changes nothing but the inbound
+ *   fence record of its last hop (§2.3, §2.4), even when its type is a stream/* control type.
+ * - Subscription reducers ignore unknown keys (§2.1); commands reject them before appending.
+ * - Branches that change are copied; the rest is shared with the previous state.
+ */
+import {
+  EventType,
+  GENERATED_KEY_PREFIX,
+  Limits,
+  type CommittedEvent,
+  type CopyHop,
+  type CoreState,
+  type EffectiveSubscriptionConfiguration,
+  type InboundRecord,
+  type OutboundEntry,
+  type SubscriptionConfiguredPayload,
+} from '@rivulet/contract';
+import { initialState } from './state.js';
+import { compareStamps, sameLifetime } from './stamps.js';
+
+type Payload = Record<string, unknown>;
+
+export function reduce(state: CoreState | null, event: CommittedEvent): CoreState {
+  if (state === null) {
+    if (event.type !== EventType.created || event.source) {
+      throw new Error(`a stream's first event must be ${EventType.created}, got ${event.type} at ${event.offset}`);
+    }
+    const p = event.payload as { projectId: string | null; streamId: string; path: string };
+    state = initialState({ projectId: p.projectId, path: event.path, streamId: p.streamId, createdAt: event.createdAt });
+  }
+  if (event.ephemeral) return state;
+  const next: CoreState = { ...state, eventCount: state.eventCount + 1, maxOffset: event.offset };
+  const hops = event.source?.copiedFrom;
+  if (hops && hops.length > 0) return foldInbound(next, hops[hops.length - 1]!, event.createdAt);
+
+  const payload = (event.payload ?? {}) as Payload;
+  switch (event.type) {
+    case EventType.paused:
+      return { ...next, paused: true, pauseReason: typeof payload.reason === 'string' ? payload.reason : null };
+    case EventType.resumed:
+      return { ...next, paused: false, pauseReason: null };
+    case EventType.subscriptionConfigured:
+      return foldConfigured(next, event, payload as unknown as SubscriptionConfiguredPayload);
+    case EventType.subscriptionRemoved:
+      return updateOutbound(next, payload.subscriptionKey, () => undefined);
+    case EventType.subscriptionCursorSet:
+      return updateOutbound(next, payload.subscriptionKey, (entry) => ({
+        ...entry,
+        cursorSet: { afterOffset: payload.afterOffset as number, setAtSourceOffset: event.offset },
+      }));
+    case EventType.subscriptionDeliveryHalted:
+      return updateOutbound(next, payload.subscriptionKey, (entry) => ({
+        ...entry,
+        deliveryHalted: {
+          reason: 'delivery-failed',
+          afterOffset: payload.afterOffset as number,
+          attempts: payload.attempts as number,
+          ...(typeof payload.error === 'string' ? { error: payload.error } : {}),
+        },
+      }));
+    case EventType.subscriptionDeliveryResumed:
+      return updateOutbound(next, payload.subscriptionKey, (entry) => {
+        const { deliveryHalted: _halted, ...rest } = entry;
+        return rest;
+      });
+    default:
+      return next;
+  }
+}
+
+/** The effective key of a configure event (design page "How subscription keys behave"). */
+export function effectiveKey(payload: { subscriptionKey?: string | undefined }, offset: number): string {
+  return payload.subscriptionKey ?? `${GENERATED_KEY_PREFIX}${offset}`;
+}
+
+function foldConfigured(state: CoreState, event: CommittedEvent, payload: SubscriptionConfiguredPayload): CoreState {
+  const key = effectiveKey(payload, event.offset);
+  const previous = state.subscriptions.outbound.byKey[key];
+  const generated =
+    payload.subscriptionKey === undefined ||
+    (key.startsWith(GENERATED_KEY_PREFIX) && previous?.subscriptionKeyWasGenerated === true);
+  const configuration = { ...payload, subscriptionKey: key } as EffectiveSubscriptionConfiguration;
+  const entry: OutboundEntry = {
+    configuration,
+    configuredAtOffset: event.offset,
+    configuredAt: event.createdAt,
+    ...(generated ? { subscriptionKeyWasGenerated: true as const } : {}),
+  };
+  return withOutbound(state, { ...state.subscriptions.outbound.byKey, [key]: entry });
+}
+
+function updateOutbound(
+  state: CoreState,
+  key: unknown,
+  change: (entry: OutboundEntry) => OutboundEntry | undefined,
+): CoreState {
+  if (typeof key !== 'string') return state;
+  const byKey = state.subscriptions.outbound.byKey;
+  const entry = byKey[key];
+  if (!entry) return state;
+  const changed = change(entry);
+  const nextByKey = { ...byKey };
+  if (changed) nextByKey[key] = changed;
+  else delete nextByKey[key];
+  return withOutbound(state, nextByKey);
+}
+
+function withOutbound(state: CoreState, byKey: Record<string, OutboundEntry>): CoreState {
+  return { ...state, subscriptions: { ...state.subscriptions, outbound: { byKey } } };
+}
+
+function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreState {
+  const bySourcePath = state.subscriptions.inbound.bySourcePath;
+  const forPath = bySourcePath[hop.path] ?? {};
+  const previous = forPath[hop.subscriptionKey];
+  if (previous && compareStamps(hop, previous) < 0) return state;
+  const record: InboundRecord = {
+    streamId: hop.streamId,
+    streamCreatedAt: hop.streamCreatedAt,
+    cursorChangedAtSourceOffset: hop.cursorChangedAtSourceOffset,
+    numEventsReceived: previous && sameLifetime(previous, hop) ? previous.numEventsReceived + 1 : 1,
+    lastEventReceivedAt: receivedAt,
+  };
+  let nextBySourcePath = { ...bySourcePath, [hop.path]: { ...forPath, [hop.subscriptionKey]: record } };
+  if (!previous) nextBySourcePath = evictOldestInbound(nextBySourcePath);
+  return { ...state, subscriptions: { ...state.subscriptions, inbound: { bySourcePath: nextBySourcePath } } };
+}
+
+/** At most Limits.inboundRecordsMax records per receiver; the least recently received goes (SEMANTICS §3). */
+function evictOldestInbound(
+  bySourcePath: Record<string, Record<string, InboundRecord>>,
+): Record<string, Record<string, InboundRecord>> {
+  let count = 0;
+  let oldest: { path: string; key: string; at: string } | undefined;
+  for (const [path, byKey] of Object.entries(bySourcePath)) {
+    for (const [key, record] of Object.entries(byKey)) {
+      count++;
+      const at = record.lastEventReceivedAt ?? '';
+      if (!oldest || at < oldest.at || (at === oldest.at && (path < oldest.path || (path === oldest.path && key < oldest.key)))) {
+        oldest = { path, key, at };
+      }
+    }
+  }
+  if (count <= Limits.inboundRecordsMax || !oldest) return bySourcePath;
+  const forPath = { ...bySourcePath[oldest.path] };
+  delete forPath[oldest.key];
+  const next = { ...bySourcePath, [oldest.path]: forPath };
+  if (Object.keys(forPath).length === 0) delete next[oldest.path];
+  return next;
+}

@@ -1,0 +1,263 @@
+/**
+ * The stream actor: the single writer of one stream (ARCHITECTURE "The flow of one append").
+ *
+ * Every mutation runs its decide/fold/write as one synchronous section over the storage port, so
+ * two requests to one stream can never interleave inside it, while different streams proceed
+ * independently and share group commits. After the synchronous section the caller awaits
+ * `storage.flush()`; only then is the answer given, the committed head advanced, live readers woken
+ * and post-commit work scheduled (never awaited inside the append, SEMANTICS §1.3, §8).
+ *
+ * Reads never go beyond the committed head, so nothing that could still be lost is ever shown.
+ */
+import { RivuletError, type CommittedEvent, type CoreState, type RuntimeState } from '@rivulet/contract';
+import type { AppendInput, Authority } from '../core/append-input.js';
+import { decideAppend, type AppendDecision, type DecideEnv } from '../core/decide-append.js';
+import { utf8Length } from '../core/sizes.js';
+import type { Clock, Random } from '../ports/clock.js';
+import type { EngineConfig } from './config.js';
+import type { LiveListener } from './live.js';
+import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
+
+export interface ActorDeps {
+  store: StreamStore;
+  clock: Clock;
+  random: Random;
+  config: EngineConfig;
+  /** Called after every durable commit of this stream (post-commit work; must not throw). */
+  afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
+  /** Stateful rules for control events, installed by the subscription layer. */
+  checkControl?: DecideEnv['checkControl'];
+}
+
+interface Loaded {
+  epoch: number;
+  sid: number | null;
+  state: CoreState | null;
+  stateBytes: number;
+  head: number;
+  lastCreatedMs: number;
+  lastPruneMs: number;
+}
+
+export interface ReadRawResult {
+  streamId: string | null;
+  streamMaxOffset: number;
+  /** Committed events as stored JSON text, in offset order. */
+  events: RawEvent[];
+}
+
+const PRUNE_INTERVAL_MS = 10_000;
+
+export class StreamActor {
+  private loaded: Loaded | null = null;
+  /** Highest offset known durable; reads and live readers never go past it. */
+  private committedHead = 0;
+  private readonly listeners = new Set<LiveListener>();
+
+  constructor(
+    readonly projectId: string | null,
+    readonly path: string,
+    private readonly deps: ActorDeps,
+  ) {}
+
+  private load(): Loaded {
+    const storage = this.deps.store.storage;
+    if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
+    const row = this.deps.store.find(this.projectId, this.path);
+    const state = row ? (JSON.parse(row.state) as CoreState) : null;
+    this.loaded = {
+      epoch: storage.epoch,
+      sid: row?.sid ?? null,
+      state,
+      stateBytes: row ? utf8Length(row.state) : 0,
+      head: row?.head ?? 0,
+      lastCreatedMs: 0,
+      lastPruneMs: 0,
+    };
+    this.committedHead = this.loaded.head;
+    return this.loaded;
+  }
+
+  /** The core state as of the last commit (null when the stream does not exist). */
+  get coreState(): CoreState | null {
+    return this.load().state;
+  }
+
+  get exists(): boolean {
+    return this.load().sid !== null;
+  }
+
+  get head(): number {
+    return this.load().head;
+  }
+
+  get durableHead(): number {
+    this.load();
+    return this.committedHead;
+  }
+
+  get sid(): number | null {
+    return this.load().sid;
+  }
+
+  /**
+   * The synchronous section of an append: decide, write rows and state in one transaction, update
+   * the in-memory copy. Answers the decision; the caller must await `storage.flush()` (see append).
+   */
+  private commitSync(inputs: readonly AppendInput[], authority: Authority): AppendDecision {
+    const loaded = this.load();
+    const { store, clock, random, config } = this.deps;
+    const nowMs = Math.max(clock.now(), loaded.lastCreatedMs);
+    const decision = decideAppend(
+      {
+        projectId: this.projectId,
+        path: this.path,
+        state: loaded.state,
+        stateBytes: loaded.stateBytes,
+        head: loaded.head,
+        now: new Date(nowMs).toISOString(),
+        authority,
+        maxEventBytes: config.maxEventBytes,
+        maxCoreStateBytes: config.maxCoreStateBytes,
+        newStreamId: () => random.uuid(),
+        lookupIdempotent: (key) => (loaded.sid === null ? undefined : store.findByIdempotencyKey(loaded.sid, key)),
+        ...(this.deps.checkControl ? { checkControl: this.deps.checkControl } : {}),
+      },
+      inputs,
+    );
+    if (decision.fresh.length === 0) return decision;
+    store.storage.transaction(() => {
+      let sid = loaded.sid;
+      if (sid === null) {
+        const created = decision.fresh[0]!.event;
+        sid = store.create(this.projectId, this.path, (created.payload as { streamId: string }).streamId, created.createdAt);
+      }
+      for (const { event, json } of decision.fresh) {
+        store.insertEvent(sid, {
+          offset: event.offset,
+          type: event.type,
+          ephemeral: event.ephemeral === true,
+          idempotencyKey: event.idempotencyKey,
+          createdMs: nowMs,
+          json,
+        });
+      }
+      if (nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS) {
+        store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount);
+        loaded.lastPruneMs = nowMs;
+      }
+      store.saveHead(sid, decision.head, decision.stateJson);
+      loaded.sid = sid;
+    });
+    loaded.state = decision.state;
+    loaded.stateBytes = utf8Length(decision.stateJson);
+    loaded.head = decision.head;
+    loaded.lastCreatedMs = nowMs;
+    return decision;
+  }
+
+  /**
+   * Appends a batch atomically. Answers one committed event per input (stored events for
+   * idempotent repeats) once the commit is durable.
+   */
+  async append(inputs: readonly AppendInput[], authority: Authority): Promise<CommittedEvent[]> {
+    let decision: AppendDecision;
+    try {
+      decision = this.commitSync(inputs, authority);
+    } catch (error) {
+      if (error instanceof RivuletError) throw error;
+      this.loaded = null;
+      throw error;
+    }
+    await this.durable();
+    if (decision.fresh.length > 0) {
+      let bytes = 0;
+      for (const f of decision.fresh) bytes += f.json.length;
+      this.published(
+        decision.fresh.map((f) => f.event),
+        bytes,
+      );
+    }
+    return decision.results;
+  }
+
+  /** Waits until everything written so far is durable; a failed group commit is UNAVAILABLE. */
+  private async durable(): Promise<void> {
+    try {
+      await this.deps.store.storage.flush();
+    } catch (error) {
+      this.loaded = null;
+      throw new RivuletError('UNAVAILABLE', 'storage failed to commit; the append was not stored', undefined, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Post-commit: advance the readable head, wake live readers, hand over to delivery. */
+  private published(events: CommittedEvent[], bytes: number): void {
+    const last = events[events.length - 1]!;
+    if (last.offset <= this.committedHead) return;
+    const news = events.filter((e) => e.offset > this.committedHead);
+    this.committedHead = last.offset;
+    for (const listener of [...this.listeners]) listener.onEvents(news);
+    this.deps.afterCommit?.(this, news, bytes);
+  }
+
+  readRaw(q: Omit<RangeQuery, 'beforeOffset'> & { beforeOffset?: number | undefined }): ReadRawResult {
+    const loaded = this.load();
+    if (loaded.sid === null) return { streamId: null, streamMaxOffset: 0, events: [] };
+    const before = Math.min(q.beforeOffset ?? Number.MAX_SAFE_INTEGER, this.committedHead + 1);
+    const events =
+      q.afterOffset + 1 >= before ? [] : this.deps.store.readRange(loaded.sid, { ...q, beforeOffset: before });
+    return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events };
+  }
+
+  read(q: Omit<RangeQuery, 'beforeOffset'> & { beforeOffset?: number | undefined }): {
+    streamId: string | null;
+    streamMaxOffset: number;
+    events: CommittedEvent[];
+  } {
+    const raw = this.readRaw(q);
+    return { ...raw, events: raw.events.map((e) => JSON.parse(e.json) as CommittedEvent) };
+  }
+
+  runtimeState(extra?: Pick<RuntimeState, 'subscriptions' | 'connections'>): RuntimeState | null {
+    if (!this.exists) return null;
+    return { streamMaxOffset: this.committedHead, subscriptions: extra?.subscriptions ?? {}, connections: extra?.connections ?? {} };
+  }
+
+  /** Erases every row; the next touch starts a new lifetime (SEMANTICS §1.2). */
+  async destroy(): Promise<boolean> {
+    const loaded = this.load();
+    const sid = loaded.sid;
+    if (sid === null) return false;
+    this.deps.store.storage.transaction(() => this.deps.store.erase(sid));
+    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0 };
+    this.committedHead = 0;
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const listener of listeners) listener.onDestroyed();
+    await this.durable();
+    return true;
+  }
+
+  /**
+   * Registers a live reader and answers the committed head at registration: the reader gets every
+   * event committed after that offset, and nothing at or before it.
+   */
+  watch(listener: LiveListener): { head: number; stop: () => void } {
+    this.load();
+    this.listeners.add(listener);
+    return { head: this.committedHead, stop: () => this.listeners.delete(listener) };
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /** True when nothing refers to this actor beyond the registry (it may be evicted). */
+  get idle(): boolean {
+    return this.listeners.size === 0;
+  }
+}
+

@@ -1,0 +1,24 @@
+/** Engine configuration: operator limits and the delivery knobs of API.md §7 / SEMANTICS §4. */
+import { Defaults } from '@rivulet/contract';
+
+export interface EngineConfig {
+  maxEventBytes: number;
+  maxCoreStateBytes: number;
+  ephemeralRetentionMs: number;
+  ephemeralRetentionCount: number;
+  maxDeliveryAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  deliveryTimeoutMs: number;
+}
+
+export const defaultEngineConfig: EngineConfig = {
+  maxEventBytes: Defaults.maxEventBytes,
+  maxCoreStateBytes: Defaults.maxCoreStateBytes,
+  ephemeralRetentionMs: Defaults.ephemeralRetentionMs,
+  ephemeralRetentionCount: Defaults.ephemeralRetentionCount,
+  maxDeliveryAttempts: Defaults.maxDeliveryAttempts,
+  retryBaseMs: Defaults.retryBaseMs,
+  retryMaxMs: Defaults.retryMaxMs,
+  deliveryTimeoutMs: Defaults.deliveryTimeoutMs,
+};

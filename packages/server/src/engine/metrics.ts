@@ -1,0 +1,138 @@
+/**
+ * A small Prometheus registry (text exposition format 0.0.4): counters, gauges and histograms with
+ * labels. No dependency on Node, so both hosts share it. Label sets must stay bounded: callers use
+ * route templates and enumerations, never raw paths, except where a gauge is capped explicitly.
+ */
+
+type Labels = Record<string, string>;
+
+interface Family {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+}
+
+const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+function labelKey(labels: Labels): string {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => `${k}="${escapeLabel(labels[k]!)}"`)
+    .join(',');
+}
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+export class Counter {
+  readonly values = new Map<string, number>();
+  constructor(readonly family: Family) {}
+  inc(labels: Labels = {}, by = 1): void {
+    const key = labelKey(labels);
+    this.values.set(key, (this.values.get(key) ?? 0) + by);
+  }
+  get(labels: Labels = {}): number {
+    return this.values.get(labelKey(labels)) ?? 0;
+  }
+}
+
+export class Gauge {
+  readonly values = new Map<string, number>();
+  /** A gauge may be computed at scrape time instead of being set. */
+  collect: (() => Array<{ labels: Labels; value: number }>) | undefined;
+  constructor(readonly family: Family) {}
+  set(value: number, labels: Labels = {}): void {
+    this.values.set(labelKey(labels), value);
+  }
+  inc(labels: Labels = {}, by = 1): void {
+    const key = labelKey(labels);
+    this.values.set(key, (this.values.get(key) ?? 0) + by);
+  }
+  dec(labels: Labels = {}, by = 1): void {
+    this.inc(labels, -by);
+  }
+}
+
+export class Histogram {
+  readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
+  constructor(
+    readonly family: Family,
+    readonly buckets: readonly number[] = DEFAULT_BUCKETS,
+  ) {}
+  observe(value: number, labels: Labels = {}): void {
+    const key = labelKey(labels);
+    let s = this.series.get(key);
+    if (!s) {
+      s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+}
+
+type Metric = Counter | Gauge | Histogram;
+
+export class MetricsRegistry {
+  private readonly metrics: Metric[] = [];
+
+  counter(name: string, help: string): Counter {
+    return this.add(new Counter({ name, help, type: 'counter' }));
+  }
+  gauge(name: string, help: string): Gauge {
+    return this.add(new Gauge({ name, help, type: 'gauge' }));
+  }
+  histogram(name: string, help: string, buckets?: readonly number[]): Histogram {
+    return this.add(new Histogram({ name, help, type: 'histogram' }, buckets));
+  }
+
+  private add<M extends Metric>(metric: M): M {
+    this.metrics.push(metric);
+    return metric;
+  }
+
+  render(): string {
+    const out: string[] = [];
+    for (const m of this.metrics) {
+      const { name, help, type } = m.family;
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      const wrap = (key: string) => (key ? `{${key}}` : '');
+      if (m instanceof Histogram) {
+        for (const [key, s] of m.series) {
+          m.buckets.forEach((le, i) => {
+            const labels = key ? `${key},le="${le}"` : `le="${le}"`;
+            out.push(`${name}_bucket{${labels}} ${s.counts[i]}`);
+          });
+          out.push(`${name}_bucket{${key ? `${key},` : ''}le="+Inf"} ${s.count}`);
+          out.push(`${name}_sum${wrap(key)} ${s.sum}`, `${name}_count${wrap(key)} ${s.count}`);
+        }
+      } else if (m instanceof Gauge && m.collect) {
+        for (const { labels, value } of m.collect()) out.push(`${name}${wrap(labelKey(labels))} ${value}`);
+      } else {
+        if (m.values.size === 0 && m instanceof Counter) out.push(`${name} 0`);
+        for (const [key, value] of m.values) out.push(`${name}${wrap(key)} ${value}`);
+      }
+    }
+    return `${out.join('\n')}\n`;
+  }
+}
+
+/** The metrics every host exposes (API.md §9). */
+export function createServerMetrics(registry = new MetricsRegistry()) {
+  return {
+    registry,
+    appends: registry.counter('rivulet_appends_total', 'Append requests committed'),
+    appendedEvents: registry.counter('rivulet_appended_events_total', 'Events committed by appends (platform facts included)'),
+    appendedBytes: registry.counter('rivulet_appended_bytes_total', 'Bytes of committed events as JSON'),
+    appendRejections: registry.counter('rivulet_append_rejections_total', 'Appends rejected, by error code'),
+    httpDuration: registry.histogram('rivulet_http_request_duration_seconds', 'HTTP request latency by route template'),
+    sseReaders: registry.gauge('rivulet_sse_readers', 'Open SSE tail responses'),
+    deliveries: registry.counter('rivulet_deliveries_total', 'Receiver calls by action and outcome'),
+    subscriptionsHalted: registry.gauge('rivulet_subscriptions_halted', 'Durable subscriptions currently halted'),
+    subscriptionLag: registry.gauge('rivulet_subscription_lag_events', 'Events a subscription is behind its source head (largest 100)'),
+  };
+}
+
+export type ServerMetrics = ReturnType<typeof createServerMetrics>;

@@ -1,0 +1,44 @@
+/**
+ * The directory of stream actors of one database (the Node host keeps every stream in one SQLite
+ * file). Actors are created on first use and kept in least-recently-used order; idle ones (no live
+ * reader, nothing uncommitted) beyond `maxActors` are dropped and reload from storage when touched.
+ */
+import { StreamActor, type ActorDeps } from './actor.js';
+
+export class StreamRegistry {
+  private readonly actors = new Map<string, StreamActor>();
+
+  constructor(
+    private readonly deps: ActorDeps,
+    private readonly maxActors = 10_000,
+  ) {}
+
+  private static key(projectId: string | null, path: string): string {
+    return `${projectId ?? ''}\u0000${path}`;
+  }
+
+  get(projectId: string | null, path: string): StreamActor {
+    const key = StreamRegistry.key(projectId, path);
+    let actor = this.actors.get(key);
+    if (actor) {
+      this.actors.delete(key);
+    } else {
+      actor = new StreamActor(projectId, path, this.deps);
+    }
+    this.actors.set(key, actor);
+    if (this.actors.size > this.maxActors) this.evict();
+    return actor;
+  }
+
+  /** Actors currently in memory (for post-commit sweeps and shutdown). */
+  loaded(): IterableIterator<StreamActor> {
+    return this.actors.values();
+  }
+
+  private evict(): void {
+    for (const [key, actor] of this.actors) {
+      if (this.actors.size <= this.maxActors) return;
+      if (actor.idle && actor.durableHead === actor.head) this.actors.delete(key);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The stream service: the one asynchronous, host-agnostic interface the edges (HTTP, RPC) call.
+ * The Node host implements it in-process over the actor registry; another host may implement it
+ * by forwarding to where each stream lives. Inputs arrive schema-validated from the edge; the
+ * service applies authority (public callers) and answers plain data.
+ */
+import {
+
+  isPathUnder,
+  type CommittedEvent,
+  type EventInput,
+  type ListResponse,
+  type StreamStateResponse,
+} from '@rivulet/contract';
+import { checkInput } from '../core/append-input.js';
+import type { ReadRawResult, StreamActor } from './actor.js';
+import type { ServerMetrics } from './metrics.js';
+import type { StreamRegistry } from './registry.js';
+import type { StreamStore } from './stream-store.js';
+import { tailStream, type TailItem, type TailOptions } from './tail.js';
+import { RivuletError } from '@rivulet/contract';
+
+export interface ReadOptions {
+  afterOffset: number;
+  beforeOffset?: number | undefined;
+  limit: number;
+  includeEphemeral: boolean;
+  eventTypes?: readonly string[] | undefined;
+}
+
+export interface ListOptions {
+  prefix: string;
+  after?: string | undefined;
+  limit: number;
+}
+
+export interface StreamService {
+  append(projectId: string | null, path: string, inputs: readonly EventInput[]): Promise<CommittedEvent[]>;
+  read(projectId: string | null, path: string, options: ReadOptions): Promise<ReadRawResult>;
+  state(projectId: string | null, path: string): Promise<StreamStateResponse>;
+  destroy(projectId: string | null, path: string): Promise<boolean>;
+  list(projectId: string | null, options: ListOptions): Promise<ListResponse>;
+  tail(projectId: string | null, path: string, options: TailOptions): AsyncIterable<TailItem>;
+}
+
+export class LocalStreamService implements StreamService {
+  constructor(
+    private readonly registry: StreamRegistry,
+    private readonly store: StreamStore,
+    private readonly metrics: ServerMetrics,
+  ) {}
+
+  actor(projectId: string | null, path: string): StreamActor {
+    return this.registry.get(projectId, path);
+  }
+
+  async append(projectId: string | null, path: string, inputs: readonly EventInput[]): Promise<CommittedEvent[]> {
+    try {
+      const checked = inputs.map((input, i) => checkInput(input, 'public', i));
+      const events = await this.actor(projectId, path).append(checked, 'public');
+      this.metrics.appends.inc();
+      return events;
+    } catch (error) {
+      if (error instanceof RivuletError) this.metrics.appendRejections.inc({ code: error.code });
+      throw error;
+    }
+  }
+
+  async read(projectId: string | null, path: string, options: ReadOptions): Promise<ReadRawResult> {
+    return this.actor(projectId, path).readRaw(options);
+  }
+
+  async state(projectId: string | null, path: string): Promise<StreamStateResponse> {
+    const actor = this.actor(projectId, path);
+    return { core: actor.coreState, runtime: actor.runtimeState() };
+  }
+
+  async destroy(projectId: string | null, path: string): Promise<boolean> {
+    return this.actor(projectId, path).destroy();
+  }
+
+  async list(projectId: string | null, options: ListOptions): Promise<ListResponse> {
+    const limit = Math.min(options.limit, 10_000);
+    const streams = this.store.list(projectId, options.prefix, options.after, limit + 1);
+    const page = streams.slice(0, limit).filter((s) => isPathUnder(s.path, options.prefix));
+    const response: ListResponse = { streams: page };
+    if (streams.length > limit) response.nextAfter = page[page.length - 1]!.path;
+    return response;
+  }
+
+  tail(projectId: string | null, path: string, options: TailOptions): AsyncIterable<TailItem> {
+    return tailStream(this.actor(projectId, path), options);
+  }
+}
+

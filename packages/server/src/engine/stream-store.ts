@@ -1,0 +1,152 @@
+/**
+ * Row access of the engine: every SQL statement the stream actor runs, over the storage port.
+ * Holds no state of its own; one instance serves every stream of a database.
+ */
+import type { CommittedEvent, StreamListEntry } from '@rivulet/contract';
+import type { SqlStorage } from '../ports/storage.js';
+import { FORMAT_VERSION } from './schema.js';
+
+export interface StreamRow {
+  sid: number;
+  stream_id: string;
+  created_at: string;
+  head: number;
+  state: string;
+}
+
+export interface RangeQuery {
+  afterOffset: number;
+  /** Exclusive upper bound. */
+  beforeOffset: number;
+  limit: number;
+  includeEphemeral: boolean;
+  eventTypes?: readonly string[] | undefined;
+}
+
+export interface EventRowInput {
+  offset: number;
+  type: string;
+  ephemeral: boolean;
+  idempotencyKey: string | undefined;
+  createdMs: number;
+  json: string;
+}
+
+/** A committed event as stored: its offset and its JSON text. */
+export interface RawEvent {
+  offset: number;
+  json: string;
+}
+
+const projectKey = (projectId: string | null): string => projectId ?? '';
+
+export class StreamStore {
+  constructor(readonly storage: SqlStorage) {}
+
+  find(projectId: string | null, path: string): StreamRow | undefined {
+    return this.storage.exec<StreamRow>(
+      `SELECT sid, stream_id, created_at, head, state FROM streams WHERE project = ? AND path = ?`,
+      projectKey(projectId),
+      path,
+    )[0];
+  }
+
+  create(projectId: string | null, path: string, streamId: string, createdAt: string): number {
+    const row = this.storage.exec<{ sid: number }>(
+      `INSERT INTO streams (project, path, stream_id, created_at, head, state, format)
+       VALUES (?, ?, ?, ?, 0, '', ?) RETURNING sid`,
+      projectKey(projectId),
+      path,
+      streamId,
+      createdAt,
+      FORMAT_VERSION,
+    )[0]!;
+    return row.sid;
+  }
+
+  saveHead(sid: number, head: number, stateJson: string): void {
+    this.storage.run(`UPDATE streams SET head = ?, state = ? WHERE sid = ?`, head, stateJson, sid);
+  }
+
+  insertEvent(sid: number, row: EventRowInput): void {
+    this.storage.run(
+      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      sid,
+      row.offset,
+      row.type,
+      row.ephemeral ? 1 : 0,
+      row.idempotencyKey ?? null,
+      row.createdMs,
+      row.json,
+    );
+  }
+
+  findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {
+    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
+    return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
+  }
+
+  /** Raw JSON bodies of a range, in offset order. */
+  readRange(sid: number, q: RangeQuery): RawEvent[] {
+    const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
+    let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
+    if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
+    if (q.eventTypes && q.eventTypes.length > 0) {
+      sql += ` AND type IN (${q.eventTypes.map(() => '?').join(', ')})`;
+      params.push(...q.eventTypes);
+    }
+    sql += ` ORDER BY ofs LIMIT ?`;
+    params.push(q.limit);
+    return this.storage.exec<{ ofs: number; body: string }>(sql, ...params).map((r) => ({ offset: r.ofs, json: r.body }));
+  }
+
+  /** Erases every row of one stream lifetime. */
+  erase(sid: number): void {
+    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ?`, sid);
+    this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
+  }
+
+  /** Drops ephemeral events older than `beforeMs`, and beyond the newest `keep` (offsets are never reused). */
+  pruneEphemeral(sid: number, beforeMs: number, keep: number): number {
+    let removed = this.storage.run(`DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND created_ms < ?`, sid, beforeMs);
+    const count = this.storage.exec<{ n: number }>(
+      `SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`,
+      sid,
+    )[0]!.n;
+    if (count > keep) {
+      removed += this.storage.run(
+        `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs IN
+           (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
+        sid,
+        sid,
+        count - keep,
+      );
+    }
+    return removed;
+  }
+
+  list(projectId: string | null, prefix: string, after: string | undefined, limit: number): StreamListEntry[] {
+    const project = projectKey(projectId);
+    const rows =
+      prefix === '/'
+        ? this.storage.exec<{ path: string; stream_id: string; created_at: string; head: number }>(
+            `SELECT path, stream_id, created_at, head FROM streams WHERE project = ? AND path > ? ORDER BY path LIMIT ?`,
+            project,
+            after ?? '',
+            limit,
+          )
+        : this.storage.exec<{ path: string; stream_id: string; created_at: string; head: number }>(
+            // Everything strictly below "prefix/" sorts in ["prefix/", "prefix0"): "0" follows "/".
+            `SELECT path, stream_id, created_at, head FROM streams
+             WHERE project = ? AND (path = ? OR (path >= ? AND path < ?)) AND path > ? ORDER BY path LIMIT ?`,
+            project,
+            prefix,
+            `${prefix}/`,
+            `${prefix}0`,
+            after ?? '',
+            limit,
+          );
+    return rows.map((r) => ({ path: r.path, streamId: r.stream_id, createdAt: r.created_at, maxOffset: r.head }));
+  }
+}

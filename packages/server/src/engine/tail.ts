@@ -1,0 +1,100 @@
+/**
+ * A live tail of one stream: durable replay after a cursor, then live events, with no gap and no
+ * duplicate at the seam (SEMANTICS §9.6, scenario S10).
+ *
+ * The listener is registered first; the actor answers the committed head at that moment. Replay
+ * reads durable events up to that head from storage; everything after it arrives through the
+ * listener. A reader that falls more than `maxBuffered` events behind stops buffering and catches up
+ * from storage instead (durable events only: ephemeral events it missed are gone, as they would be
+ * for any reader opened after them), so a slow reader never holds unbounded memory.
+ */
+import type { CommittedEvent } from '@rivulet/contract';
+import type { StreamActor } from './actor.js';
+import type { RawEvent } from './stream-store.js';
+
+export type TailItem = { kind: 'events'; events: RawEvent[] } | { kind: 'destroyed' };
+
+export interface TailOptions {
+  afterOffset: number;
+  eventTypes?: readonly string[] | undefined;
+  signal?: AbortSignal | undefined;
+  maxBuffered?: number;
+  pageSize?: number;
+}
+
+export async function* tailStream(actor: StreamActor, options: TailOptions): AsyncGenerator<TailItem> {
+  const types = options.eventTypes && options.eventTypes.length > 0 ? new Set(options.eventTypes) : undefined;
+  const maxBuffered = options.maxBuffered ?? 10_000;
+  const pageSize = options.pageSize ?? 500;
+  let queue: CommittedEvent[] = [];
+  let overflowed = false;
+  let destroyed = false;
+  let wake: (() => void) | undefined;
+  const signal = options.signal;
+  const onAbort = () => wake?.();
+  signal?.addEventListener('abort', onAbort);
+
+  const watch = actor.watch({
+    onEvents(events) {
+      if (overflowed) return;
+      for (const e of events) if (!types || types.has(e.type)) queue.push(e);
+      if (queue.length > maxBuffered) {
+        overflowed = true;
+        queue = [];
+      }
+      wake?.();
+    },
+    onDestroyed() {
+      destroyed = true;
+      wake?.();
+    },
+  });
+
+  let cursor = options.afterOffset;
+
+  /** Durable events in (cursor, upTo], page by page. */
+  async function* replay(upTo: number): AsyncGenerator<TailItem> {
+    while (cursor < upTo && !destroyed && !signal?.aborted) {
+      const page = actor.readRaw({
+        afterOffset: cursor,
+        beforeOffset: upTo + 1,
+        limit: pageSize,
+        includeEphemeral: false,
+        eventTypes: options.eventTypes,
+      });
+      if (page.events.length === 0) break;
+      cursor = page.events[page.events.length - 1]!.offset;
+      yield { kind: 'events', events: page.events };
+    }
+    cursor = Math.max(cursor, upTo);
+  }
+
+  try {
+    yield* replay(watch.head);
+    while (!signal?.aborted) {
+      if (destroyed) {
+        yield { kind: 'destroyed' };
+        return;
+      }
+      if (overflowed) {
+        overflowed = false;
+        yield* replay(actor.durableHead);
+        continue;
+      }
+      const fresh = queue.filter((e) => e.offset > cursor);
+      queue = [];
+      if (fresh.length > 0) {
+        cursor = fresh[fresh.length - 1]!.offset;
+        yield { kind: 'events', events: fresh.map((e) => ({ offset: e.offset, json: JSON.stringify(e) })) };
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      wake = undefined;
+    }
+  } finally {
+    watch.stop();
+    signal?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The Node.js host: composition root for `rivulet serve`. Embedded SQLite (better-sqlite3, WAL,
+ * group commit) under the data folder, the shared Hono app on node:http, timers from Node.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Defaults, type CommittedEvent } from '@rivulet/contract';
+import { SqliteStorage, type Durability } from '../adapters/sqlite/sqlite-storage.js';
+import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
+import { createServerMetrics, type ServerMetrics } from '../engine/metrics.js';
+import { StreamRegistry } from '../engine/registry.js';
+import { openSchema } from '../engine/schema.js';
+import { LocalStreamService } from '../engine/service.js';
+import { StreamStore } from '../engine/stream-store.js';
+import { createApp } from '../http/app.js';
+import { parseTokensFile } from '../http/auth.js';
+import type { ErrorLogger } from '../http/errors.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
+import { lockDataFolder } from './data-lock.js';
+import { isLoopbackHost } from './loopback.js';
+import { VERSION } from '../version.js';
+
+export interface NodeServerOptions extends Partial<EngineConfig> {
+  port?: number;
+  host?: string;
+  data?: string;
+  /** Path of a tokens file ("TOKEN PROJECT_ID" lines). */
+  tokensFile?: string;
+  /** Tokens given directly (tests); wins over tokensFile. */
+  tokens?: ReadonlyMap<string, string>;
+  durability?: Durability;
+  maxBodyBytes?: number;
+  logger?: ErrorLogger;
+  clock?: Clock;
+  random?: Random;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  host: string;
+  dataDir: string;
+  metrics: ServerMetrics;
+  service: LocalStreamService;
+  close(): Promise<void>;
+}
+
+function loadTokens(options: NodeServerOptions): ReadonlyMap<string, string> | null {
+  if (options.tokens) return options.tokens;
+  if (options.tokensFile) return parseTokensFile(readFileSync(options.tokensFile, 'utf8'), options.tokensFile);
+  return null;
+}
+
+export async function startNodeServer(options: NodeServerOptions = {}): Promise<RunningServer> {
+  const host = options.host ?? Defaults.host;
+  const port = options.port ?? Defaults.port;
+  const tokens = loadTokens(options);
+  if (!tokens && !isLoopbackHost(host)) {
+    throw new Error(
+      `refusing to listen on ${host} without tokens: anyone who can reach it would be admin. ` +
+        'Pass --tokens FILE (lines "TOKEN PROJECT_ID") or listen on 127.0.0.1.',
+    );
+  }
+  const dataDir = resolve(options.data ?? Defaults.data);
+  mkdirSync(dataDir, { recursive: true });
+  const unlock = lockDataFolder(dataDir);
+  let storage: SqliteStorage;
+  try {
+    storage = new SqliteStorage(join(dataDir, 'rivulet.db'), { durability: options.durability ?? 'full' });
+    openSchema(storage);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+
+  const config: EngineConfig = { ...defaultEngineConfig };
+  for (const key of Object.keys(defaultEngineConfig) as (keyof EngineConfig)[]) {
+    const value = options[key];
+    if (value !== undefined) config[key] = value;
+  }
+  const metrics = createServerMetrics();
+  const store = new StreamStore(storage);
+  const countCommitted = (_: unknown, events: readonly CommittedEvent[], bytes: number) => {
+    metrics.appendedEvents.inc({}, events.length);
+    metrics.appendedBytes.inc({}, bytes);
+  };
+  const registry = new StreamRegistry({
+    store,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? systemRandom,
+    config,
+    afterCommit: countCommitted,
+  });
+  const service = new LocalStreamService(registry, store, metrics);
+  let ready = false;
+  const app = createApp({
+    service,
+    tokens,
+    metrics,
+    maxBodyBytes: options.maxBodyBytes ?? Defaults.maxBodyBytes,
+    version: VERSION,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ready: () => ready,
+  });
+
+  const server: ServerType = await new Promise((resolvePromise, reject) => {
+    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolvePromise(s));
+    s.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  ready = true;
+  const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${address.port}`,
+    port: address.port,
+    host,
+    dataDir,
+    metrics,
+    service,
+    close() {
+      closing ??= (async () => {
+        ready = false;
+        await new Promise<void>((res) => {
+          server.close(() => res());
+          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        });
+        await storage.flush().catch(() => undefined);
+        storage.close();
+        unlock();
+      })();
+      return closing;
+    },
+  };
+}

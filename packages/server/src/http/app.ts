@@ -1,0 +1,103 @@
+/**
+ * The Hono application shared by every host: routes, authentication, the error mapping, metrics.
+ * It depends on the stream service interface only, never on a storage adapter or a host.
+ */
+import { Hono, type Context } from 'hono';
+import { RivuletError } from '@rivulet/contract';
+import type { StreamService } from '../engine/service.js';
+import type { ServerMetrics } from '../engine/metrics.js';
+import { authenticate, type TokenTable } from './auth.js';
+import { consoleLogger, errorResponse, type ErrorLogger } from './errors.js';
+import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
+import {
+  handleListRequest,
+  handleStreamRequest,
+  json,
+  routeTemplate,
+  stateMethod,
+  type CustomMethod,
+} from './stream-routes.js';
+import { STREAMS_PREFIX } from './stream-url.js';
+
+export interface AppOptions {
+  service: StreamService;
+  tokens: TokenTable | null;
+  metrics: ServerMetrics;
+  maxBodyBytes: number;
+  version?: string;
+  logger?: ErrorLogger;
+  /** Custom stream methods added by later capabilities (":state" is built in). */
+  methods?: ReadonlyMap<string, CustomMethod>;
+  operations?: readonly OpenApiOperation[];
+  /** Answers false while starting or shutting down. */
+  ready?(): boolean;
+}
+
+/** The request path exactly as the client sent it, before URL normalisation removed dot segments. */
+function rawPathOf(c: Context): string {
+  const incoming = (c.env as { incoming?: { url?: string } } | undefined)?.incoming;
+  const raw = incoming?.url;
+  if (typeof raw === 'string' && raw.startsWith('/')) {
+    const q = raw.indexOf('?');
+    return q === -1 ? raw : raw.slice(0, q);
+  }
+  return new URL(c.req.url).pathname;
+}
+
+export function createApp(options: AppOptions): Hono {
+  const logger = options.logger ?? consoleLogger;
+  const methods = new Map<string, CustomMethod>([['state', stateMethod], ...(options.methods ?? [])]);
+  const openapi = buildOpenApi([...coreOperations, ...(options.operations ?? [])], options.version ?? '0.0.0');
+  const { metrics } = options;
+  const app = new Hono();
+
+  app.onError((error) => errorResponse(error, logger));
+
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    const rawPath = rawPathOf(c);
+    const isStream = rawPath.startsWith(`${STREAMS_PREFIX}/`);
+    let route = isStream ? routeTemplate(c.req.method, rawPath) : `${c.req.method} ${c.req.routePath}`;
+    try {
+      if (isStream) {
+        const principal = authenticate(c.req.raw.headers, options.tokens);
+        c.res = await handleStreamRequest(c.req.raw, rawPath, principal, {
+          service: options.service,
+          maxBodyBytes: options.maxBodyBytes,
+          methods,
+          sse: { onOpen: () => metrics.sseReaders.inc(), onClose: () => metrics.sseReaders.dec() },
+        });
+      } else {
+        await next();
+        route = `${c.req.method} ${c.req.routePath}`;
+      }
+    } catch (error) {
+      c.res = errorResponse(error, logger);
+    }
+    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(c.res.status) });
+  });
+
+  app.get('/healthz', (c) => {
+    if (options.ready && !options.ready()) {
+      return errorResponse(new RivuletError('UNAVAILABLE', 'starting or shutting down'), logger);
+    }
+    return c.json({ ok: true });
+  });
+
+  app.get('/v1/openapi.json', (c) => c.json(openapi));
+
+  app.get('/metrics', (c) => {
+    authenticate(c.req.raw.headers, options.tokens);
+    return c.body(metrics.registry.render(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+  });
+
+  app.get(STREAMS_PREFIX, (c) =>
+    handleListRequest(c.req.raw, authenticate(c.req.raw.headers, options.tokens), options.service),
+  );
+
+  app.notFound((c) =>
+    json({ error: { code: 'NOT_FOUND', message: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404),
+  );
+
+  return app;
+}

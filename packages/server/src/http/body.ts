@@ -1,0 +1,85 @@
+/**
+ * Reading a JSON request body at the edge: content type, a byte cap enforced while reading, strict
+ * UTF-8, a nesting bound checked before JSON.parse (deep input overflows recursive code later,
+ * SEMANTICS §8), and clear INVALID_INPUT / PAYLOAD_TOO_LARGE answers instead of crashes.
+ */
+import { Limits, RivuletError } from '@rivulet/contract';
+
+export function requireJsonContentType(contentType: string | null | undefined): void {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new RivuletError(
+      'INVALID_INPUT',
+      `request body must be JSON: send content-type: application/json (got ${contentType ? `"${contentType}"` : 'none'})`,
+    );
+  }
+}
+
+function tooLarge(limit: number): RivuletError {
+  return new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit });
+}
+
+export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new RivuletError('INVALID_INPUT', 'request body is not valid UTF-8');
+  }
+}
+
+/** Deepest array/object nesting of a JSON text (strings skipped), or -1 as soon as it passes `limit`. */
+export function jsonDepthExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+export function parseJsonText(text: string): unknown {
+  if (text.trim() === '') throw new RivuletError('INVALID_INPUT', 'request body is empty; expected JSON');
+  if (jsonDepthExceeds(text, Limits.jsonMaxDepth)) {
+    throw new RivuletError('INVALID_INPUT', `request body nests JSON deeper than ${Limits.jsonMaxDepth} levels`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new RivuletError('INVALID_INPUT', `request body is not valid JSON: ${detail}`);
+  }
+}
+
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  requireJsonContentType(request.headers.get('content-type'));
+  return parseJsonText(await readBodyText(request, maxBytes));
+}

@@ -1,0 +1,76 @@
+/**
+ * Server-sent events for a stream tail (API.md §3 `?live=sse`, SEMANTICS §9.6): one `event: event`
+ * frame per committed event with `id:` = offset; `event: destroyed` when the stream is destroyed,
+ * then the response ends; a comment line every 15 s keeps idle connections open through proxies.
+ */
+import type { TailItem } from '../engine/tail.js';
+
+const encoder = new TextEncoder();
+const KEEPALIVE_MS = 15_000;
+
+export function sseResponse(
+  items: (signal: AbortSignal) => AsyncIterable<TailItem>,
+  hooks: { onOpen?(): void; onClose?(): void } = {},
+): Response {
+  const abort = new AbortController();
+  let iterator: AsyncIterator<TailItem> | undefined;
+  let keepalive: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    if (keepalive) clearInterval(keepalive);
+    abort.abort();
+    void iterator?.return?.();
+    hooks.onClose?.();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      hooks.onOpen?.();
+      iterator = items(abort.signal)[Symbol.asyncIterator]();
+      controller.enqueue(encoder.encode(': rivulet tail\nretry: 1000\n\n'));
+      keepalive = setInterval(() => {
+        try {
+          controller.enqueue(encoder.encode(': keepalive\n\n'));
+        } catch {
+          close();
+        }
+      }, KEEPALIVE_MS);
+    },
+    async pull(controller) {
+      try {
+        const next = await iterator!.next();
+        if (next.done) {
+          close();
+          controller.close();
+          return;
+        }
+        const item = next.value;
+        if (item.kind === 'destroyed') {
+          controller.enqueue(encoder.encode('event: destroyed\ndata: {}\n\n'));
+          close();
+          controller.close();
+          return;
+        }
+        let text = '';
+        for (const e of item.events) text += `id: ${e.offset}\nevent: event\ndata: ${e.json}\n\n`;
+        controller.enqueue(encoder.encode(text));
+      } catch (error) {
+        close();
+        controller.error(error);
+      }
+    },
+    cancel() {
+      close();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    },
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * The /v1/streams routes (API.md §3). One dispatcher handles every stream address so that paths
+ * are parsed exactly once, by the rules of stream-url.ts, whatever the URL normaliser did before.
+ * Custom methods (":state", and the commands later capabilities register) are looked up in a table.
+ */
+import {
+  AppendBodySchema,
+  ListQuerySchema,
+  ReadQuerySchema,
+  RivuletError,
+  canonicalizePath,
+  parseOrThrow,
+  type EventInput,
+} from '@rivulet/contract';
+import type { ReadRawResult } from '../engine/actor.js';
+import type { StreamService } from '../engine/service.js';
+import type { Principal } from './auth.js';
+import { readJsonBody } from './body.js';
+import { sseResponse } from './sse.js';
+import { parseStreamAddress } from './stream-url.js';
+
+export interface StreamRequest {
+  request: Request;
+  url: URL;
+  principal: Principal;
+  path: string;
+  service: StreamService;
+  maxBodyBytes: number;
+  /** Reads and validates the JSON body. */
+  json(): Promise<unknown>;
+}
+
+export interface CustomMethod {
+  httpMethod: 'GET' | 'POST';
+  handle(req: StreamRequest): Promise<Response>;
+}
+
+export interface StreamRouteOptions {
+  service: StreamService;
+  maxBodyBytes: number;
+  methods: ReadonlyMap<string, CustomMethod>;
+  sse?: { onOpen(): void; onClose(): void };
+}
+
+export function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
+function readResponse(result: ReadRawResult): Response {
+  const events = result.events.map((e) => e.json).join(',');
+  const text = `{"streamId":${JSON.stringify(result.streamId)},"streamMaxOffset":${result.streamMaxOffset},"events":[${events}]}`;
+  return new Response(text, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
+}
+
+function queryObject(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    if (Object.hasOwn(out, key)) throw new RivuletError('INVALID_INPUT', `query parameter "${key}" is given more than once`);
+    out[key] = value;
+  }
+  return out;
+}
+
+function splitTypes(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const types = value
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  return types.length > 0 ? types : undefined;
+}
+
+/** The route template of a request, for metrics labels (bounded cardinality). */
+export function routeTemplate(method: string, rawPath: string): string {
+  try {
+    const address = parseStreamAddress(rawPath);
+    return `${method} /v1/streams/{path}${address.method ? `:${address.method}` : ''}`;
+  } catch {
+    return `${method} /v1/streams/{invalid}`;
+  }
+}
+
+export async function handleStreamRequest(
+  request: Request,
+  rawPath: string,
+  principal: Principal,
+  options: StreamRouteOptions,
+): Promise<Response> {
+  const url = new URL(request.url);
+  const address = parseStreamAddress(rawPath);
+  const { service } = options;
+  const projectId = principal.projectId;
+  const req: StreamRequest = {
+    request,
+    url,
+    principal,
+    path: address.path,
+    service,
+    maxBodyBytes: options.maxBodyBytes,
+    json: () => readJsonBody(request, options.maxBodyBytes),
+  };
+
+  if (address.method !== null) {
+    const method = options.methods.get(address.method);
+    if (!method) {
+      throw new RivuletError('NOT_FOUND', `unknown stream method ":${address.method}"`, {
+        methods: [...options.methods.keys()].map((m) => `:${m}`),
+      });
+    }
+    if (request.method !== method.httpMethod) {
+      throw new RivuletError('NOT_FOUND', `":${address.method}" answers ${method.httpMethod}, not ${request.method}`);
+    }
+    return method.handle(req);
+  }
+
+  switch (request.method) {
+    case 'POST': {
+      const body = parseOrThrow(AppendBodySchema, await req.json());
+      const inputs: EventInput[] = Array.isArray(body) ? body : [body];
+      const events = await service.append(projectId, address.path, inputs);
+      return json({ events });
+    }
+    case 'GET':
+    case 'HEAD': {
+      const q = parseOrThrow(ReadQuerySchema, queryObject(url), 'query');
+      const eventTypes = splitTypes(q.eventTypes);
+      if (q.live === 'sse') {
+        if (q.beforeOffset !== undefined || q.limit !== undefined || q.includeEphemeral !== undefined) {
+          throw new RivuletError(
+            'INVALID_INPUT',
+            'live=sse takes only afterOffset and eventTypes (live readers get ephemeral events appended while they are open)',
+          );
+        }
+        const lastEventId = request.headers.get('last-event-id');
+        let afterOffset = q.afterOffset ?? 0;
+        if (lastEventId !== null && lastEventId.trim() !== '') {
+          if (!/^\d{1,16}$/.test(lastEventId.trim())) {
+            throw new RivuletError('INVALID_INPUT', 'Last-Event-ID must be the offset of the last event received');
+          }
+          afterOffset = Number(lastEventId.trim());
+        }
+        return sseResponse(
+          (signal) => service.tail(projectId, address.path, { afterOffset, eventTypes, signal }),
+          options.sse,
+        );
+      }
+      const result = await service.read(projectId, address.path, {
+        afterOffset: q.afterOffset ?? 0,
+        beforeOffset: q.beforeOffset,
+        limit: q.limit ?? 500,
+        includeEphemeral: q.includeEphemeral === 'true',
+        eventTypes,
+      });
+      return readResponse(result);
+    }
+    case 'DELETE': {
+      await service.destroy(projectId, address.path);
+      return json({ destroyed: true });
+    }
+    default:
+      throw new RivuletError('NOT_FOUND', `${request.method} is not a method of /v1/streams/{path}`);
+  }
+}
+
+export async function handleListRequest(request: Request, principal: Principal, service: StreamService): Promise<Response> {
+  const q = parseOrThrow(ListQuerySchema, queryObject(new URL(request.url)), 'query');
+  const prefix = q.prefix === undefined ? '/' : canonicalizePath(q.prefix);
+  const after = q.after === undefined ? undefined : canonicalizePath(q.after);
+  return json(await service.list(principal.projectId, { prefix, after, limit: q.limit ?? 1000 }));
+}
+
+/** GET :state (API.md §3). */
+export const stateMethod: CustomMethod = {
+  httpMethod: 'GET',
+  async handle(req) {
+    if ([...req.url.searchParams.keys()].length > 0) throw new RivuletError('INVALID_INPUT', ':state takes no query parameters');
+    return json(await req.service.state(req.principal.projectId, req.path));
+  },
+};

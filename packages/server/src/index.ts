@@ -1,0 +1,13 @@
+export * from './ports/index.js';
+export { SqliteStorage, type Durability, type SqliteStorageOptions } from './adapters/sqlite/sqlite-storage.js';
+export { MemoryStorage } from './adapters/memory/memory-storage.js';
+export { openSchema, FORMAT_VERSION } from './engine/schema.js';
+export { StreamStore } from './engine/stream-store.js';
+export { StreamActor } from './engine/actor.js';
+export { StreamRegistry } from './engine/registry.js';
+export { LocalStreamService, type StreamService } from './engine/service.js';
+export { defaultEngineConfig, type EngineConfig } from './engine/config.js';
+export { createServerMetrics, MetricsRegistry } from './engine/metrics.js';
+export { createApp } from './http/app.js';
+export { reduce } from './core/reduce.js';
+export { VERSION } from './version.js';

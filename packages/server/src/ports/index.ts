@@ -1,0 +1,3 @@
+export type * from './storage.js';
+export type * from './timer.js';
+export * from './clock.js';

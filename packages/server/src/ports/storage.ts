@@ -1,0 +1,28 @@
+/**
+ * The storage port: synchronous SQL, because both better-sqlite3 and the Durable Object SQL API
+ * are synchronous, plus an asynchronous durability barrier.
+ *
+ * Contract (checked by test/storage-conformance.ts against every adapter):
+ * - `exec` runs one statement with positional `?` parameters and returns its rows as plain objects.
+ * - `transaction(fn)` is atomic: if `fn` throws, none of its statements take effect and the error
+ *   propagates; nested calls are savepoints of the outer one.
+ * - A committed transaction is visible to every later `exec` at once; it is durable (per the
+ *   adapter's durability promise) once the promise of a later `flush()` resolves. Adapters may
+ *   commit several transactions together (group commit); callers must therefore answer a client
+ *   only after `flush()`.
+ * - If a group fails to commit, `flush()` rejects and `epoch` increases: every cache derived
+ *   from storage must be dropped and reloaded.
+ */
+
+export type SqlValue = string | number | null | Uint8Array;
+export type SqlRow = Record<string, SqlValue>;
+
+export interface SqlStorage {
+  exec<R extends object = SqlRow>(sql: string, ...params: SqlValue[]): R[];
+  /** Runs a statement that returns no rows; answers how many rows it changed. */
+  run(sql: string, ...params: SqlValue[]): number;
+  transaction<T>(fn: () => T): T;
+  flush(): Promise<void>;
+  readonly epoch: number;
+  close(): void;
+}
