@@ -10,6 +10,7 @@
 import {
   ACCEPTED_WHILE_PAUSED,
   EventType,
+  INTERNAL_IDEMPOTENCY_PREFIX,
   RivuletError,
   type CommittedEvent,
   type CoreState,
@@ -107,7 +108,10 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     if (input.idempotencyKey !== undefined) {
       const stored = inBatch.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
       if (stored) {
-        if (bodyOf(stored) !== bodyOf(input)) {
+        // A platform identity (copy, audit) names one source fact of one run: its repeat is the stored
+        // event even if a transform produced a different body (SEMANTICS §8, "now()" in a transform).
+        const platformIdentity = env.authority === 'platform' && input.idempotencyKey.startsWith(INTERNAL_IDEMPOTENCY_PREFIX);
+        if (!platformIdentity && bodyOf(stored) !== bodyOf(input)) {
           throw new RivuletError(
             'CONFLICT',
             `${where}: idempotency key "${input.idempotencyKey}" already names a different event (offset ${stored.offset})`,

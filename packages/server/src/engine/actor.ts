@@ -12,11 +12,14 @@
 import { RivuletError, type CommittedEvent, type CoreState, type RuntimeState } from '@rivulet/contract';
 import type { AppendInput, Authority } from '../core/append-input.js';
 import { decideAppend, type AppendDecision, type DecideEnv } from '../core/decide-append.js';
+import { createControlRules } from '../core/subscription-rules.js';
 import { utf8Length } from '../core/sizes.js';
 import type { Clock, Random } from '../ports/clock.js';
 import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
+import { SubscriptionRuntime } from './subscription-runtime.js';
+import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 
 export interface ActorDeps {
   store: StreamStore;
@@ -25,8 +28,6 @@ export interface ActorDeps {
   config: EngineConfig;
   /** Called after every durable commit of this stream (post-commit work; must not throw). */
   afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
-  /** Stateful rules for control events, installed by the subscription layer. */
-  checkControl?: DecideEnv['checkControl'];
 }
 
 interface Loaded {
@@ -37,6 +38,12 @@ interface Loaded {
   head: number;
   lastCreatedMs: number;
   lastPruneMs: number;
+  subscriptions: SubscriptionRuntime;
+}
+
+export interface CopyReceipt {
+  appended: number;
+  dropped: number;
 }
 
 export interface ReadRawResult {
@@ -53,18 +60,30 @@ export class StreamActor {
   /** Highest offset known durable; reads and live readers never go past it. */
   private committedHead = 0;
   private readonly listeners = new Set<LiveListener>();
+  /** Keys of the live connections on this stream; subscription keys may not collide with them. */
+  readonly connectionKeys = new Set<string>();
+  private readonly checkControl: NonNullable<DecideEnv['checkControl']>;
 
   constructor(
     readonly projectId: string | null,
     readonly path: string,
     private readonly deps: ActorDeps,
-  ) {}
+  ) {
+    this.checkControl = createControlRules({
+      projectId,
+      path,
+      allowPrivateWebhooks: deps.config.allowPrivateWebhooks,
+      isConnectionKey: (key) => this.connectionKeys.has(key),
+    });
+  }
 
   private load(): Loaded {
     const storage = this.deps.store.storage;
     if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
     const row = this.deps.store.find(this.projectId, this.path);
     const state = row ? (JSON.parse(row.state) as CoreState) : null;
+    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null);
+    if (row) storage.transaction(() => subscriptions.repair(state, row.sid));
     this.loaded = {
       epoch: storage.epoch,
       sid: row?.sid ?? null,
@@ -73,6 +92,7 @@ export class StreamActor {
       head: row?.head ?? 0,
       lastCreatedMs: 0,
       lastPruneMs: 0,
+      subscriptions,
     };
     this.committedHead = this.loaded.head;
     return this.loaded;
@@ -100,12 +120,26 @@ export class StreamActor {
     return this.load().sid;
   }
 
+  /** Delivery progress rows of this stream's outbound subscriptions. */
+  get subscriptions(): SubscriptionRuntime {
+    return this.load().subscriptions;
+  }
+
+  get store(): StreamStore {
+    return this.deps.store;
+  }
+
   /**
    * The synchronous section of an append: decide, write rows and state in one transaction, update
    * the in-memory copy. Answers the decision; the caller must await `storage.flush()` (see append).
    */
-  private commitSync(inputs: readonly AppendInput[], authority: Authority): AppendDecision {
+  private commitSync(
+    plan: readonly AppendInput[] | ((state: CoreState | null) => readonly AppendInput[]),
+    authority: Authority,
+  ): AppendDecision | null {
     const loaded = this.load();
+    const inputs = typeof plan === 'function' ? plan(loaded.state) : plan;
+    if (inputs.length === 0) return null;
     const { store, clock, random, config } = this.deps;
     const nowMs = Math.max(clock.now(), loaded.lastCreatedMs);
     const decision = decideAppend(
@@ -121,7 +155,7 @@ export class StreamActor {
         maxCoreStateBytes: config.maxCoreStateBytes,
         newStreamId: () => random.uuid(),
         lookupIdempotent: (key) => (loaded.sid === null ? undefined : store.findByIdempotencyKey(loaded.sid, key)),
-        ...(this.deps.checkControl ? { checkControl: this.deps.checkControl } : {}),
+        checkControl: this.checkControl,
       },
       inputs,
     );
@@ -147,6 +181,9 @@ export class StreamActor {
         loaded.lastPruneMs = nowMs;
       }
       store.saveHead(sid, decision.head, decision.stateJson);
+      if (decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound) {
+        loaded.subscriptions.repair(decision.state, sid);
+      }
       loaded.sid = sid;
     });
     loaded.state = decision.state;
@@ -160,8 +197,11 @@ export class StreamActor {
    * Appends a batch atomically. Answers one committed event per input (stored events for
    * idempotent repeats) once the commit is durable.
    */
-  async append(inputs: readonly AppendInput[], authority: Authority): Promise<CommittedEvent[]> {
-    let decision: AppendDecision;
+  async append(
+    inputs: readonly AppendInput[] | ((state: CoreState | null) => readonly AppendInput[]),
+    authority: Authority,
+  ): Promise<CommittedEvent[]> {
+    let decision: AppendDecision | null;
     try {
       decision = this.commitSync(inputs, authority);
     } catch (error) {
@@ -170,6 +210,7 @@ export class StreamActor {
       throw error;
     }
     await this.durable();
+    if (decision === null) return [];
     if (decision.fresh.length > 0) {
       let bytes = 0;
       for (const f of decision.fresh) bytes += f.json.length;
@@ -179,6 +220,23 @@ export class StreamActor {
       );
     }
     return decision.results;
+  }
+
+  /**
+   * Receives a batch of copies from the trusted delivery path (SEMANTICS §5.5). The fence and the
+   * plan are judged inside the synchronous section, against the state they will be committed on.
+   */
+  async receiveCopies(batch: CopyBatch): Promise<CopyReceipt> {
+    validateCopyBatch(batch, this);
+    if (batch.events.length === 0) return { appended: 0, dropped: 0 };
+    let dropped = 0;
+    const events = await this.append((state) => {
+      checkFence(state, batch);
+      const plan = planCopies(batch, this);
+      dropped = plan.dropped.length;
+      return plan.inputs;
+    }, 'platform');
+    return { appended: events.length - (dropped > 0 ? 1 : 0), dropped };
   }
 
   /** Waits until everything written so far is durable; a failed group commit is UNAVAILABLE. */
@@ -221,9 +279,13 @@ export class StreamActor {
     return { ...raw, events: raw.events.map((e) => JSON.parse(e.json) as CommittedEvent) };
   }
 
-  runtimeState(extra?: Pick<RuntimeState, 'subscriptions' | 'connections'>): RuntimeState | null {
+  runtimeState(extra?: Pick<RuntimeState, 'connections'>): RuntimeState | null {
     if (!this.exists) return null;
-    return { streamMaxOffset: this.committedHead, subscriptions: extra?.subscriptions ?? {}, connections: extra?.connections ?? {} };
+    return {
+      streamMaxOffset: this.committedHead,
+      subscriptions: this.load().subscriptions.view(this.committedHead),
+      connections: extra?.connections ?? {},
+    };
   }
 
   /** Erases every row; the next touch starts a new lifetime (SEMANTICS §1.2). */
@@ -232,6 +294,7 @@ export class StreamActor {
     const sid = loaded.sid;
     if (sid === null) return false;
     this.deps.store.storage.transaction(() => this.deps.store.erase(sid));
+    loaded.subscriptions.clear();
     this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0 };
     this.committedHead = 0;
     const listeners = [...this.listeners];
@@ -255,9 +318,14 @@ export class StreamActor {
     return this.listeners.size;
   }
 
-  /** True when nothing refers to this actor beyond the registry (it may be evicted). */
+  /** True when nothing but the registry needs this actor in memory (it may be evicted). */
   get idle(): boolean {
-    return this.listeners.size === 0;
+    return (
+      this.listeners.size === 0 &&
+      this.connectionKeys.size === 0 &&
+      (this.loaded === null || this.loaded.subscriptions.size === 0) &&
+      this.committedHead === (this.loaded?.head ?? this.committedHead)
+    );
   }
 }
 

@@ -10,6 +10,8 @@ export interface EngineConfig {
   retryBaseMs: number;
   retryMaxMs: number;
   deliveryTimeoutMs: number;
+  /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
+  allowPrivateWebhooks: boolean;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -21,4 +23,5 @@ export const defaultEngineConfig: EngineConfig = {
   retryBaseMs: Defaults.retryBaseMs,
   retryMaxMs: Defaults.retryMaxMs,
   deliveryTimeoutMs: Defaults.deliveryTimeoutMs,
+  allowPrivateWebhooks: true,
 };

@@ -10,8 +10,12 @@ export class StreamRegistry {
 
   constructor(
     private readonly deps: ActorDeps,
-    private readonly maxActors = 10_000,
+    private readonly options: { maxActors?: number; canEvict?(actor: StreamActor): boolean; onEvict?(actor: StreamActor): void } = {},
   ) {}
+
+  private get maxActors(): number {
+    return this.options.maxActors ?? 10_000;
+  }
 
   private static key(projectId: string | null, path: string): string {
     return `${projectId ?? ''}\u0000${path}`;
@@ -38,7 +42,10 @@ export class StreamRegistry {
   private evict(): void {
     for (const [key, actor] of this.actors) {
       if (this.actors.size <= this.maxActors) return;
-      if (actor.idle && actor.durableHead === actor.head) this.actors.delete(key);
+      if (actor.idle && (this.options.canEvict?.(actor) ?? true)) {
+        this.actors.delete(key);
+        this.options.onEvict?.(actor);
+      }
     }
   }
 }

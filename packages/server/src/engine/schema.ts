@@ -47,7 +47,9 @@ const DDL = [
      last_error TEXT,
      isolate INTEGER NOT NULL,
      confirmations INTEGER NOT NULL,
+     confirm_offset INTEGER,
      skips_without_success INTEGER NOT NULL,
+     halted INTEGER NOT NULL,
      bytes_sent INTEGER NOT NULL,
      stats TEXT,
      PRIMARY KEY (sid, key)

@@ -18,7 +18,8 @@ import type { ServerMetrics } from './metrics.js';
 import type { StreamRegistry } from './registry.js';
 import type { StreamStore } from './stream-store.js';
 import { tailStream, type TailItem, type TailOptions } from './tail.js';
-import { RivuletError } from '@rivulet/contract';
+import { RivuletError, type SubscribeToEventsFromBody } from '@rivulet/contract';
+import * as commands from './commands.js';
 
 export interface ReadOptions {
   afterOffset: number;
@@ -41,6 +42,19 @@ export interface StreamService {
   destroy(projectId: string | null, path: string): Promise<boolean>;
   list(projectId: string | null, options: ListOptions): Promise<ListResponse>;
   tail(projectId: string | null, path: string, options: TailOptions): AsyncIterable<TailItem>;
+  subscribeToEventsFrom(projectId: string | null, receivingPath: string, body: SubscribeToEventsFromBody): Promise<commands.SubscribeResult>;
+  unsubscribeFromEvents(
+    projectId: string | null,
+    receivingPath: string,
+    body: { sourceStreamPath: string; subscriptionKey: string },
+  ): ReturnType<typeof commands.unsubscribeFromEvents>;
+  setSubscriptionCursor(projectId: string | null, path: string, body: { subscriptionKey: string; afterOffset: number }): ReturnType<typeof commands.setSubscriptionCursor>;
+  resumeSubscription(projectId: string | null, path: string, body: { subscriptionKey: string }): ReturnType<typeof commands.resumeSubscription>;
+  setSubscriptionCursorAndResume(
+    projectId: string | null,
+    path: string,
+    body: { subscriptionKey: string; afterOffset: number },
+  ): ReturnType<typeof commands.setSubscriptionCursorAndResume>;
 }
 
 export class LocalStreamService implements StreamService {
@@ -90,6 +104,26 @@ export class LocalStreamService implements StreamService {
 
   tail(projectId: string | null, path: string, options: TailOptions): AsyncIterable<TailItem> {
     return tailStream(this.actor(projectId, path), options);
+  }
+
+  subscribeToEventsFrom(projectId: string | null, receivingPath: string, body: SubscribeToEventsFromBody) {
+    return commands.subscribeToEventsFrom((p) => this.actor(projectId, p), receivingPath, body);
+  }
+
+  unsubscribeFromEvents(projectId: string | null, receivingPath: string, body: { sourceStreamPath: string; subscriptionKey: string }) {
+    return commands.unsubscribeFromEvents((p) => this.actor(projectId, p), receivingPath, body);
+  }
+
+  setSubscriptionCursor(projectId: string | null, path: string, body: { subscriptionKey: string; afterOffset: number }) {
+    return commands.setSubscriptionCursor(this.actor(projectId, path), body);
+  }
+
+  resumeSubscription(projectId: string | null, path: string, body: { subscriptionKey: string }) {
+    return commands.resumeSubscription(this.actor(projectId, path), body);
+  }
+
+  setSubscriptionCursorAndResume(projectId: string | null, path: string, body: { subscriptionKey: string; afterOffset: number }) {
+    return commands.setSubscriptionCursorAndResume(this.actor(projectId, path), body);
   }
 }
 

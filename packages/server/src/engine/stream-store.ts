@@ -126,6 +126,30 @@ export class StreamStore {
     return removed;
   }
 
+  /** Streams with subscription rows (the Node host pokes them at start, so owed work resumes). */
+  streamsWithSubscriptions(): Array<{ projectId: string | null; path: string }> {
+    return this.storage
+      .exec<{ project: string; path: string }>(
+        `SELECT project, path FROM streams WHERE sid IN (SELECT DISTINCT sid FROM subscription_runtime)`,
+      )
+      .map((r) => ({ projectId: r.project === '' ? null : r.project, path: r.path }));
+  }
+
+  countHaltedSubscriptions(): number {
+    return this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM subscription_runtime WHERE halted = 1`)[0]!.n;
+  }
+
+  /** The subscriptions furthest behind their source head. */
+  largestLags(limit: number): Array<{ projectId: string | null; path: string; key: string; lag: number }> {
+    return this.storage
+      .exec<{ project: string; path: string; key: string; lag: number }>(
+        `SELECT s.project, s.path, r.key, s.head - r.cursor AS lag FROM subscription_runtime r JOIN streams s ON s.sid = r.sid
+         WHERE s.head > r.cursor ORDER BY lag DESC LIMIT ?`,
+        limit,
+      )
+      .map((r) => ({ projectId: r.project === '' ? null : r.project, path: r.path, key: r.key, lag: r.lag }));
+  }
+
   list(projectId: string | null, prefix: string, after: string | undefined, limit: number): StreamListEntry[] {
     const project = projectKey(projectId);
     const rows =

@@ -16,7 +16,11 @@ import { LocalStreamService } from '../engine/service.js';
 import { StreamStore } from '../engine/stream-store.js';
 import { createApp } from '../http/app.js';
 import { parseTokensFile } from '../http/auth.js';
-import type { ErrorLogger } from '../http/errors.js';
+import { consoleLogger, type ErrorLogger } from '../http/errors.js';
+import { DeliveryEngine } from '../engine/delivery/engine.js';
+import { copyReceiver } from '../engine/delivery/copy-receiver.js';
+import type { StreamDirectory } from '../ports/directory.js';
+import { nodeAlarms } from './node-alarms.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
@@ -75,24 +79,48 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     throw error;
   }
 
-  const config: EngineConfig = { ...defaultEngineConfig };
+  const config: EngineConfig = {
+    ...defaultEngineConfig,
+    allowPrivateWebhooks: options.allowPrivateWebhooks ?? tokens === null,
+  };
   for (const key of Object.keys(defaultEngineConfig) as (keyof EngineConfig)[]) {
     const value = options[key];
-    if (value !== undefined) config[key] = value;
+    if (value !== undefined) (config as unknown as Record<string, unknown>)[key] = value;
   }
   const metrics = createServerMetrics();
   const store = new StreamStore(storage);
-  const countCommitted = (_: unknown, events: readonly CommittedEvent[], bytes: number) => {
-    metrics.appendedEvents.inc({}, events.length);
-    metrics.appendedBytes.inc({}, bytes);
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const logger = options.logger ?? consoleLogger;
+  const directory: StreamDirectory = {
+    receiveCopies: (projectId, path, batch) => registry.get(projectId, path).receiveCopies(batch),
   };
-  const registry = new StreamRegistry({
-    store,
-    clock: options.clock ?? systemClock,
-    random: options.random ?? systemRandom,
+  const delivery = new DeliveryEngine({
+    clock,
+    random,
+    alarms: nodeAlarms,
     config,
-    afterCommit: countCommitted,
+    receivers: { 'copy-to-stream': copyReceiver(directory) },
+    metrics,
+    log: (message, error) => (error === undefined ? console.warn(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error)),
   });
+  const registry: StreamRegistry = new StreamRegistry(
+    {
+      store,
+      clock,
+      random,
+      config,
+      afterCommit: (actor, events: readonly CommittedEvent[], bytes: number) => {
+        metrics.appendedEvents.inc({}, events.length);
+        metrics.appendedBytes.inc({}, bytes);
+        delivery.poke(actor);
+      },
+    },
+    { canEvict: (actor) => !delivery.isBusy(actor), onEvict: (actor) => delivery.forget(actor) },
+  );
+  metrics.subscriptionsHalted.collect = () => [{ labels: {}, value: store.countHaltedSubscriptions() }];
+  metrics.subscriptionLag.collect = () =>
+    store.largestLags(100).map((l) => ({ labels: { project: l.projectId ?? '', stream: l.path, key: l.key }, value: l.lag }));
   const service = new LocalStreamService(registry, store, metrics);
   let ready = false;
   const app = createApp({
@@ -111,6 +139,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   });
   const address = server.address() as AddressInfo;
   ready = true;
+  // Owed deliveries resume after a restart without any new append (S40).
+  for (const { projectId, path } of store.streamsWithSubscriptions()) delivery.poke(registry.get(projectId, path));
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   let closing: Promise<void> | undefined;
@@ -124,6 +154,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     close() {
       closing ??= (async () => {
         ready = false;
+        delivery.close();
         await new Promise<void>((res) => {
           server.close(() => res());
           (server as { closeAllConnections?: () => void }).closeAllConnections?.();

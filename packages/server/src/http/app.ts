@@ -18,6 +18,7 @@ import {
   type CustomMethod,
 } from './stream-routes.js';
 import { STREAMS_PREFIX } from './stream-url.js';
+import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 
 export interface AppOptions {
   service: StreamService;
@@ -46,8 +47,11 @@ function rawPathOf(c: Context): string {
 
 export function createApp(options: AppOptions): Hono {
   const logger = options.logger ?? consoleLogger;
-  const methods = new Map<string, CustomMethod>([['state', stateMethod], ...(options.methods ?? [])]);
-  const openapi = buildOpenApi([...coreOperations, ...(options.operations ?? [])], options.version ?? '0.0.0');
+  const methods = new Map<string, CustomMethod>([['state', stateMethod], ...subscriptionMethods, ...(options.methods ?? [])]);
+  const openapi = buildOpenApi(
+    [...coreOperations, ...subscriptionOperations, ...(options.operations ?? [])],
+    options.version ?? '0.0.0',
+  );
   const { metrics } = options;
   const app = new Hono();
 

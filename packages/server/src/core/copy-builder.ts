@@ -1,0 +1,140 @@
+/**
+ * The receiving side of copy-to-stream (design page "Copied event validation"; SEMANTICS §5.5,
+ * §9.2), as pure functions: validate a batch, judge its stamp against the passive fence, and build
+ * the appends — one copy per event with its new provenance hop and per-run idempotency identity,
+ * stamped after the transform so that a transform can forge neither, or a drop (cycle, hop limit)
+ * with one idempotent audit line per batch.
+ */
+import {
+  EventType,
+  INTERNAL_IDEMPOTENCY_PREFIX,
+  Limits,
+  RivuletError,
+  type CopyHop,
+  type CoreState,
+  type EventSource,
+} from '@rivulet/contract';
+import type { AppendInput } from './append-input.js';
+import { DROP_AUDIT_PREFIX, type ShapedEvent } from './filter.js';
+import { compareStamps, type Stamp } from './stamps.js';
+
+export interface CopyBatchEvent {
+  /** Coordinates of the source event (never transformed). */
+  offset: number;
+  type: string;
+  createdAt: string;
+  source?: EventSource;
+  /** What the receiver stores: the source event's type/payload/metadata after the transform. */
+  shaped: ShapedEvent;
+}
+
+export interface CopyBatch extends Stamp {
+  projectId: string | null;
+  /** Source stream path. */
+  path: string;
+  subscriptionKey: string;
+  receivingStreamPath: string;
+  events: CopyBatchEvent[];
+}
+
+export interface CopyPlan {
+  inputs: AppendInput[];
+  dropped: Array<{ offset: number; reason: 'cycle' | 'hop-limit' }>;
+}
+
+export function copyIdempotencyKey(batch: CopyBatch, offset: number): string {
+  return `${INTERNAL_IDEMPOTENCY_PREFIX}copy:${JSON.stringify([
+    batch.subscriptionKey,
+    batch.cursorChangedAtSourceOffset,
+    batch.projectId,
+    batch.path,
+    batch.streamId,
+    offset,
+  ])}`;
+}
+
+export function validateCopyBatch(batch: CopyBatch, receiver: { projectId: string | null; path: string }): void {
+  const bad = (why: string) => new RivuletError('INVALID_INPUT', `copy batch refused: ${why}`);
+  if (batch.receivingStreamPath !== receiver.path || batch.projectId !== receiver.projectId) {
+    throw bad(`addressed to ${batch.receivingStreamPath}, not ${receiver.path}`);
+  }
+  if (!batch.streamId || !batch.streamCreatedAt || !Number.isSafeInteger(batch.cursorChangedAtSourceOffset) || batch.cursorChangedAtSourceOffset < 1) {
+    throw bad('stamp fields missing or invalid');
+  }
+  let previous = 0;
+  for (const e of batch.events) {
+    if (!Number.isSafeInteger(e.offset) || e.offset <= previous) throw bad('events are not in increasing offset order');
+    previous = e.offset;
+  }
+}
+
+/** Strictly older stamps are rejected; equal and newer are accepted (the passive inbound fence). */
+export function checkFence(state: CoreState | null, batch: CopyBatch): void {
+  const record = state?.subscriptions.inbound.bySourcePath[batch.path]?.[batch.subscriptionKey];
+  if (record && compareStamps(batch, record) < 0) {
+    throw new RivuletError(
+      'CONFLICT',
+      `copy batch refused: ${batch.path} subscription "${batch.subscriptionKey}" already accepted a newer delivery (stamp ${record.streamId}@${record.cursorChangedAtSourceOffset})`,
+      { fence: record },
+    );
+  }
+}
+
+export function planCopies(batch: CopyBatch, receiver: { projectId: string | null; path: string }): CopyPlan {
+  const inputs: AppendInput[] = [];
+  const dropped: CopyPlan['dropped'] = [];
+  for (const e of batch.events) {
+    const previous = e.source?.copiedFrom ?? [];
+    if (previous.some((hop) => hop.path === receiver.path && hop.projectId === receiver.projectId)) {
+      dropped.push({ offset: e.offset, reason: 'cycle' });
+      continue;
+    }
+    if (previous.length >= Limits.maxHops) {
+      dropped.push({ offset: e.offset, reason: 'hop-limit' });
+      continue;
+    }
+    const hop: CopyHop = {
+      projectId: batch.projectId,
+      path: batch.path,
+      streamId: batch.streamId,
+      streamCreatedAt: batch.streamCreatedAt,
+      offset: e.offset,
+      type: e.type,
+      createdAt: e.createdAt,
+      subscriptionKey: batch.subscriptionKey,
+      cursorChangedAtSourceOffset: batch.cursorChangedAtSourceOffset,
+    };
+    const input: AppendInput = {
+      type: e.shaped.type,
+      idempotencyKey: copyIdempotencyKey(batch, e.offset),
+      source: { copiedFrom: [...previous, hop] },
+    };
+    if (e.shaped.payload !== undefined) input.payload = e.shaped.payload;
+    if (e.shaped.metadata !== undefined) input.metadata = e.shaped.metadata;
+    inputs.push(input);
+  }
+  if (dropped.length > 0) inputs.push(dropAudit(batch, dropped));
+  return { inputs, dropped };
+}
+
+function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {
+  const reason = dropped.some((d) => d.reason === 'cycle') ? 'cycle' : 'hop-limit';
+  const firstOffset = dropped[0]!.offset;
+  const lastOffset = dropped[dropped.length - 1]!.offset;
+  const message = `dropped ${dropped.length} copied event(s) from "${batch.path}" subscription "${batch.subscriptionKey}" (source offsets ${firstOffset}-${lastOffset}): ${reason}`;
+  return {
+    type: EventType.errorOccurred,
+    idempotencyKey: `${DROP_AUDIT_PREFIX}${JSON.stringify([
+      batch.path,
+      batch.subscriptionKey,
+      batch.streamId,
+      batch.cursorChangedAtSourceOffset,
+      firstOffset,
+      lastOffset,
+    ])}`,
+    payload: {
+      message,
+      drop: { reason, sourcePath: batch.path, subscriptionKey: batch.subscriptionKey, count: dropped.length, firstOffset, lastOffset },
+    },
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Stateful rules of the subscription control events, judged before commit (design page "How
+ * subscription keys behave", "Bounds"; SEMANTICS §3, §9.7). Nothing is appended on rejection.
+ * Schema shape was already checked at the edge (append-input.ts); this module checks meaning:
+ * keys, JSONata, expressions, URLs, paths, bounds, and that commands name existing keys.
+ */
+import {
+  EventType,
+  GENERATED_KEY_PREFIX,
+  Limits,
+  RivuletError,
+  canonicalizePath,
+  type CoreState,
+  type ItxExpression,
+  type Receiver,
+  type SubscriptionConfiguredPayload,
+} from '@rivulet/contract';
+import type { AppendInput } from './append-input.js';
+import { checkJsonata } from './jsonata.js';
+import { isPrivateHost } from './private-address.js';
+import { effectiveKey } from './reduce.js';
+
+export interface ControlRulesContext {
+  projectId: string | null;
+  path: string;
+  allowPrivateWebhooks: boolean;
+  /** Whether a live connection currently holds this key on the stream (SEMANTICS §3). */
+  isConnectionKey(key: string): boolean;
+}
+
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Checks an ITX delivery expression (API.md §5); answers nothing, throws INVALID_INPUT. */
+export function checkItxExpression(expression: ItxExpression, field: string): void {
+  expression.forEach((step, index) => {
+    const name = typeof step === 'string' ? step : step[0];
+    if (RESERVED_NAMES.has(name)) {
+      throw new RivuletError('INVALID_INPUT', `${field}[${index}]: "${name}" is a reserved name and cannot be used in an ITX expression`);
+    }
+    if (typeof step !== 'string') {
+      step.slice(1).forEach((arg, a) => {
+        try {
+          JSON.stringify(arg);
+        } catch {
+          throw new RivuletError('INVALID_INPUT', `${field}[${index}][${a + 1}]: call arguments must be JSON`);
+        }
+      });
+    }
+  });
+  const last = expression[expression.length - 1];
+  if (typeof last !== 'string') {
+    throw new RivuletError(
+      'INVALID_INPUT',
+      `${field}: a delivery expression must end in the name of the method that receives the events, not in a call (step ${expression.length - 1})`,
+    );
+  }
+}
+
+/** Checks a webhook URL at configure time (API.md §8); answers the normalised URL. */
+export function checkWebhookUrl(raw: string, allowPrivate: boolean, field: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new RivuletError('INVALID_INPUT', `${field}: "${raw}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new RivuletError('INVALID_INPUT', `${field}: webhooks must use http or https, not ${url.protocol.replace(/:$/, '')}`);
+  }
+  if (!allowPrivate && isPrivateHost(url.hostname)) {
+    throw new RivuletError(
+      'INVALID_INPUT',
+      `${field}: ${url.hostname} is a loopback, private, link-local or metadata address; this server does not send webhooks there (see --allow-private-webhooks)`,
+    );
+  }
+  return url.toString();
+}
+
+function normalizeReceiver(receiver: Receiver, ctx: ControlRulesContext): Receiver {
+  switch (receiver.action) {
+    case 'copy-to-stream': {
+      const receivingStreamPath = canonicalizePath(receiver.receivingStreamPath);
+      if (receivingStreamPath === ctx.path) {
+        throw new RivuletError('INVALID_INPUT', `a stream cannot receive from itself (${ctx.path})`);
+      }
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      return { ...receiver, receivingStreamPath };
+    }
+    case 'itx-call':
+      checkItxExpression(receiver.expression, 'receiver.expression');
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      return receiver;
+    case 'processor-wake':
+      checkItxExpression(receiver.expression, 'receiver.expression');
+      return receiver;
+    case 'webhook-post': {
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      return { ...receiver, url: checkWebhookUrl(receiver.url, ctx.allowPrivateWebhooks, 'receiver.url') };
+    }
+  }
+}
+
+function checkConfigured(
+  payload: SubscriptionConfiguredPayload,
+  state: CoreState,
+  offset: number,
+  ctx: ControlRulesContext,
+): SubscriptionConfiguredPayload {
+  const byKey = state.subscriptions.outbound.byKey;
+  const key = effectiveKey(payload, offset);
+  if (payload.subscriptionKey !== undefined && key.startsWith(GENERATED_KEY_PREFIX)) {
+    if (byKey[key]?.subscriptionKeyWasGenerated !== true) {
+      throw new RivuletError(
+        'INVALID_INPUT',
+        `subscription keys starting "${GENERATED_KEY_PREFIX}" are reserved for generated keys; "${key}" is not an existing generated key`,
+      );
+    }
+  }
+  if (ctx.isConnectionKey(key)) {
+    throw new RivuletError('CONFLICT', `subscription key "${key}" is held by a live connection on ${ctx.path}`);
+  }
+  if (payload.filter?.jsonataCondition !== undefined) checkJsonata(payload.filter.jsonataCondition, 'filter.jsonataCondition');
+  const receiver = normalizeReceiver(payload.receiver, ctx);
+  if (receiver.action === 'copy-to-stream') {
+    let pairs = 0;
+    for (const [k, entry] of Object.entries(byKey)) {
+      const r = entry.configuration.receiver;
+      if (k !== key && r.action === 'copy-to-stream' && r.receivingStreamPath === receiver.receivingStreamPath) pairs++;
+    }
+    if (pairs >= Limits.subscriptionsPerPair) {
+      throw new RivuletError(
+        'LIMIT_EXCEEDED',
+        `${ctx.path} already has ${pairs} subscriptions copying to ${receiver.receivingStreamPath}; the limit is ${Limits.subscriptionsPerPair} per source and receiving stream`,
+        { limit: Limits.subscriptionsPerPair },
+      );
+    }
+  }
+  const out: SubscriptionConfiguredPayload = { ...payload, receiver };
+  return out;
+}
+
+function requireKey(state: CoreState, key: unknown, path: string): string {
+  if (typeof key !== 'string' || !state.subscriptions.outbound.byKey[key]) {
+    throw new RivuletError('NOT_FOUND', `no subscription "${String(key)}" on ${path}`, { subscriptionKey: key });
+  }
+  return key;
+}
+
+export function createControlRules(ctx: ControlRulesContext) {
+  return (input: AppendInput, state: CoreState, head: number): AppendInput => {
+    if (input.source !== undefined) return input;
+    const payload = (input.payload ?? {}) as Record<string, unknown>;
+    switch (input.type) {
+      case EventType.subscriptionConfigured:
+        return {
+          ...input,
+          payload: checkConfigured(payload as unknown as SubscriptionConfiguredPayload, state, head + 1, ctx) as never,
+        };
+      case EventType.subscriptionRemoved:
+      case EventType.subscriptionDeliveryResumed:
+      case EventType.subscriptionDeliveryHalted:
+        requireKey(state, payload.subscriptionKey, ctx.path);
+        return input;
+      case EventType.subscriptionCursorSet: {
+        const key = requireKey(state, payload.subscriptionKey, ctx.path);
+        const afterOffset = payload.afterOffset as number;
+        if (state.subscriptions.outbound.byKey[key]!.configuration.receiver.action === 'processor-wake') {
+          throw new RivuletError(
+            'INVALID_INPUT',
+            `subscription "${key}" wakes a hosted processor, which owns its checkpoint: its cursor cannot be set`,
+          );
+        }
+        if (afterOffset > head) {
+          throw new RivuletError(
+            'INVALID_INPUT',
+            `afterOffset ${afterOffset} is beyond this stream's current maximum offset ${head}`,
+            { afterOffset, maxOffset: head },
+          );
+        }
+        return input;
+      }
+      default:
+        return input;
+    }
+  };
+}

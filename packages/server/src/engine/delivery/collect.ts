@@ -1,0 +1,70 @@
+/**
+ * Reading what a subscription owes (SEMANTICS §5.2): events after the cursor, never ephemeral,
+ * without drop audits and connection facts for copies, filtered in order — event types in SQL,
+ * then the JSONata condition. Non-matching events are skipped, not deferred: the scan position
+ * moves past them. A condition that throws ends the batch there: the healthy prefix is delivered,
+ * and the throwing event becomes an ordered failure.
+ */
+import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
+import { conditionMatches, excludedFromCopy } from '../../core/filter.js';
+import { JsonataError } from '../../core/jsonata.js';
+import type { StreamActor } from '../actor.js';
+
+export interface CollectLimits {
+  maxEvents: number;
+  maxBytes: number;
+  /** Rows read per round at most. */
+  scanRows: number;
+}
+
+export type Collected =
+  | { kind: 'events'; events: CommittedEvent[]; bytes: number; scannedTo: number }
+  | { kind: 'none'; scannedTo: number }
+  | { kind: 'condition-error'; events: CommittedEvent[]; bytes: number; failingOffset: number; error: string };
+
+export async function collectBatch(
+  actor: StreamActor,
+  entry: OutboundEntry,
+  cursor: number,
+  limits: CollectLimits,
+): Promise<Collected> {
+  const sid = actor.sid;
+  const head = actor.durableHead;
+  if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
+  const filter = entry.configuration.filter;
+  const isCopy = entry.configuration.receiver.action === 'copy-to-stream';
+  const rows = actor.store.readRange(sid, {
+    afterOffset: cursor,
+    beforeOffset: head + 1,
+    limit: limits.scanRows,
+    includeEphemeral: false,
+    eventTypes: filter?.eventTypes,
+  });
+  const events: CommittedEvent[] = [];
+  let bytes = 0;
+  let scannedTo = cursor;
+  for (const row of rows) {
+    const event = JSON.parse(row.json) as CommittedEvent;
+    if (!(isCopy && excludedFromCopy(event))) {
+      let matches: boolean;
+      try {
+        matches = await conditionMatches(filter, event);
+      } catch (error) {
+        const message = error instanceof JsonataError ? error.message : String(error);
+        return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: message };
+      }
+      if (matches) {
+        if (events.length > 0 && bytes + row.json.length > limits.maxBytes) break;
+        events.push(event);
+        bytes += row.json.length;
+      }
+    }
+    scannedTo = row.offset;
+    if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) break;
+  }
+  const full = events.length >= limits.maxEvents || bytes >= limits.maxBytes;
+  if (!full && rows.length < limits.scanRows && scannedTo === rows[rows.length - 1]?.offset) scannedTo = head;
+  if (!full && rows.length === 0) scannedTo = head;
+  if (events.length === 0) return { kind: 'none', scannedTo };
+  return { kind: 'events', events, bytes, scannedTo };
+}

@@ -1,0 +1,43 @@
+/**
+ * copy-to-stream, the sending half: hand the batch, stamped with the run, to the receiving stream
+ * through the directory port. A paused or unavailable receiver is *unavailable* (backoff, never a
+ * failing event, SEMANTICS §1.6, §5.4); any other refusal is a failure of the batch.
+ */
+import { RivuletError } from '@rivulet/contract';
+import type { CopyBatch } from '../../core/copy-builder.js';
+import type { StreamDirectory } from '../../ports/directory.js';
+import { errorText, type Receiver } from './receiver.js';
+
+export function copyReceiver(directory: StreamDirectory): Receiver {
+  return {
+    async deliver(ctx, events) {
+      const receiver = ctx.entry.configuration.receiver;
+      if (receiver.action !== 'copy-to-stream') throw new Error('copy receiver given another action');
+      const batch: CopyBatch = {
+        projectId: ctx.projectId,
+        path: ctx.path,
+        streamId: ctx.streamId,
+        streamCreatedAt: ctx.streamCreatedAt,
+        subscriptionKey: ctx.subscriptionKey,
+        cursorChangedAtSourceOffset: ctx.cursorChangedAtSourceOffset,
+        receivingStreamPath: receiver.receivingStreamPath,
+        events: events.map(({ event, shaped }) => ({
+          offset: event.offset,
+          type: event.type,
+          createdAt: event.createdAt,
+          ...(event.source ? { source: event.source } : {}),
+          shaped,
+        })),
+      };
+      try {
+        await directory.receiveCopies(ctx.projectId, receiver.receivingStreamPath, batch);
+        return { ok: true };
+      } catch (error) {
+        if (error instanceof RivuletError && (error.code === 'PRECONDITION_FAILED' || error.code === 'UNAVAILABLE')) {
+          return { ok: false, kind: 'unavailable', error: `receiving stream ${receiver.receivingStreamPath}: ${error.message}` };
+        }
+        return { ok: false, kind: 'failing', error: `receiving stream ${receiver.receivingStreamPath}: ${errorText(error)}` };
+      }
+    },
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * The delivery engine of one host: a sender per source stream that has subscriptions, created on
+ * first poke. Hosts poke it after every commit (the actor's afterCommit hook) and at start for every
+ * stream with subscription rows, so owed work survives a restart without any new append (S40).
+ */
+import type { StreamActor } from '../actor.js';
+import { StreamSender, type SenderDeps } from './sender.js';
+
+export class DeliveryEngine {
+  private readonly senders = new Map<StreamActor, StreamSender>();
+  private closed = false;
+
+  constructor(private readonly deps: SenderDeps) {}
+
+  sender(actor: StreamActor): StreamSender {
+    let sender = this.senders.get(actor);
+    if (!sender) {
+      sender = new StreamSender(actor, this.deps);
+      this.senders.set(actor, sender);
+    }
+    return sender;
+  }
+
+  /** A send check soon; cheap when the stream has no subscriptions. */
+  poke(actor: StreamActor): void {
+    if (this.closed) return;
+    if (!this.senders.has(actor) && actor.subscriptions.size === 0) return;
+    this.sender(actor).poke();
+  }
+
+  /** The actor left memory: drop its sender (it has no subscriptions and nothing in flight). */
+  forget(actor: StreamActor): void {
+    this.senders.get(actor)?.close();
+    this.senders.delete(actor);
+  }
+
+  isBusy(actor: StreamActor): boolean {
+    return this.senders.get(actor)?.busy ?? false;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const sender of this.senders.values()) sender.close();
+    this.senders.clear();
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * What the sender hands a receiver, and what it expects back. Receivers only deliver: validation
+ * happened at configure time, and the ladder, skip rules and cursors belong to the sender.
+ */
+import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
+import type { FailureKind } from '../../core/ladder.js';
+import type { ShapedEvent } from '../../core/filter.js';
+
+export interface DeliveryContext {
+  projectId: string | null;
+  /** Source stream path. */
+  path: string;
+  streamId: string;
+  streamCreatedAt: string;
+  subscriptionKey: string;
+  cursorChangedAtSourceOffset: number;
+  deliveryId: string;
+  /** 1 for the first try of this batch's first event in this run, then 2, 3, … */
+  attempt: number;
+  streamMaxOffset: number;
+  entry: OutboundEntry;
+  signal: AbortSignal;
+}
+
+export interface DeliveredEvent {
+  event: CommittedEvent;
+  /** The event after the subscription's transform (the event itself when there is none). */
+  shaped: ShapedEvent;
+}
+
+export type DeliveryOutcome = { ok: true } | { ok: false; kind: FailureKind; error: string };
+
+export interface Receiver {
+  deliver(ctx: DeliveryContext, events: readonly DeliveredEvent[]): Promise<DeliveryOutcome>;
+}
+
+export type ReceiverAction = 'copy-to-stream' | 'itx-call' | 'webhook-post' | 'processor-wake';
+
+/** Receivers by action; an action without one is unavailable (for example before its capability lands). */
+export type Receivers = Partial<Record<ReceiverAction, Receiver>>;
+
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

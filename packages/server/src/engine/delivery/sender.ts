@@ -1,0 +1,343 @@
+/**
+ * The send loop of one source stream (SEMANTICS §5): level-triggered. After every commit and on
+ * every alarm, each subscription row is looked at: halted, in flight or backing off rows wait;
+ * any other row that is behind the head gets one delivery started (never awaited by the caller).
+ * One alarm is re-armed at the earliest owed time and cleared when nothing is owed, so a quiet or
+ * halted stream never wakes itself.
+ *
+ * A delivery belongs to a run (configuration offset, cursor-set offset). Its result is applied only
+ * if the row is still on that run and the delivery is still the current one: a late success of a
+ * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it (S39).
+ */
+import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type OutboundEntry } from '@rivulet/contract';
+import { shapeEvent } from '../../core/filter.js';
+import { afterFailure, ladderDefaults, type Failure, type LadderKnobs } from '../../core/ladder.js';
+import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import type { Clock, Random } from '../../ports/clock.js';
+import type { AlarmFactory, StreamAlarm } from '../../ports/timer.js';
+import type { StreamActor } from '../actor.js';
+import type { EngineConfig } from '../config.js';
+import type { ServerMetrics } from '../metrics.js';
+import { recordLatency } from '../subscription-runtime.js';
+import { collectBatch } from './collect.js';
+import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receivers } from './receiver.js';
+
+export interface SenderDeps {
+  clock: Clock;
+  random: Random;
+  alarms: AlarmFactory;
+  config: EngineConfig;
+  receivers: Receivers;
+  metrics?: ServerMetrics | undefined;
+  log(message: string, error?: unknown): void;
+}
+
+interface Flight {
+  run: string;
+}
+
+const MAX_BATCH_EVENTS = 1000;
+const MAX_BATCH_BYTES = 1_048_576;
+
+const runOf = (row: SubscriptionRow) => `${row.runConfiguredAt}:${row.runCursorSetAt}`;
+
+function cut(text: string): string {
+  return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
+}
+
+function policyOf(entry: OutboundEntry): 'halt' | 'skip' {
+  const receiver = entry.configuration.receiver;
+  return receiver.action === 'itx-call' || receiver.action === 'webhook-post' ? receiver.delivery.onFailingEvent : 'halt';
+}
+
+export class StreamSender {
+  private readonly flights = new Map<string, Flight>();
+  private readonly alarm: StreamAlarm;
+  private queued = false;
+  private closed = false;
+
+  constructor(
+    readonly actor: StreamActor,
+    private readonly deps: SenderDeps,
+  ) {
+    this.alarm = deps.alarms.create(() => this.check());
+  }
+
+  get knobs(): LadderKnobs {
+    const c = this.deps.config;
+    return { maxAttempts: c.maxDeliveryAttempts, baseMs: c.retryBaseMs, maxMs: c.retryMaxMs, ...ladderDefaults };
+  }
+
+  get busy(): boolean {
+    return this.flights.size > 0;
+  }
+
+  /** Schedules a send check soon, outside the caller's promise chain (SEMANTICS §8). */
+  poke(): void {
+    if (this.queued || this.closed) return;
+    this.queued = true;
+    setTimeout(() => {
+      this.queued = false;
+      this.check();
+    }, 0);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.alarm.clear();
+  }
+
+  check(): void {
+    if (this.closed) return;
+    const state = this.actor.coreState;
+    if (!state) {
+      this.alarm.clear();
+      return;
+    }
+    const now = this.deps.clock.now();
+    const head = this.actor.durableHead;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const row of [...this.actor.subscriptions.all()]) {
+      const entry = state.subscriptions.outbound.byKey[row.key];
+      if (!entry || row.halted) continue;
+      const flight = this.flights.get(row.key);
+      if (flight && flight.run === runOf(row)) {
+        if (row.inflightDeadlineAt !== null) earliest = Math.min(earliest, row.inflightDeadlineAt);
+        continue;
+      }
+      if (row.nextAttemptAt !== null && row.nextAttemptAt > now) {
+        earliest = Math.min(earliest, row.nextAttemptAt);
+        continue;
+      }
+      if (entry.configuration.receiver.action === 'processor-wake') continue;
+      if (row.cursor >= head && row.inflightDeadlineAt === null) continue;
+      void this.deliver(row.key, entry);
+    }
+    if (Number.isFinite(earliest)) this.alarm.set(earliest);
+    else this.alarm.clear();
+  }
+
+  private current(key: string, flight: Flight): SubscriptionRow | undefined {
+    const row = this.actor.subscriptions.get(key);
+    if (this.closed || !row || row.halted || this.flights.get(key) !== flight || runOf(row) !== flight.run) return undefined;
+    return row;
+  }
+
+  private async deliver(key: string, entry: OutboundEntry): Promise<void> {
+    const row = this.actor.subscriptions.get(key)!;
+    const flight: Flight = { run: runOf(row) };
+    this.flights.set(key, flight);
+    try {
+      await this.deliverOnce(key, entry, row, flight);
+    } catch (error) {
+      this.deps.log(`delivery of ${this.actor.path} subscription "${key}" failed unexpectedly`, error);
+      const now = this.current(key, flight);
+      if (now) this.write({ ...now, inflightDeadlineAt: null, nextAttemptAt: this.deps.clock.now() + this.knobs.baseMs });
+    } finally {
+      if (this.flights.get(key) === flight) this.flights.delete(key);
+      this.poke();
+    }
+  }
+
+  private write(row: SubscriptionRow): void {
+    this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row));
+  }
+
+  private async deliverOnce(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<void> {
+    const action = entry.configuration.receiver.action;
+    const single = row.isolate || action === 'webhook-post';
+    const collected = await collectBatch(this.actor, entry, row.cursor, {
+      maxEvents: single ? 1 : MAX_BATCH_EVENTS,
+      maxBytes: MAX_BATCH_BYTES,
+      scanRows: 1000,
+    });
+    let current = this.current(key, flight);
+    if (!current) return;
+    if (collected.kind === 'none') {
+      if (collected.scannedTo !== current.cursor || current.inflightDeadlineAt !== null) {
+        this.write({ ...current, cursor: Math.max(current.cursor, collected.scannedTo), inflightDeadlineAt: null });
+      }
+      return;
+    }
+    if (collected.kind === 'condition-error' && collected.events.length === 0) {
+      await this.audit(key, row, collected.failingOffset, 'condition', {
+        message: `subscription "${key}" filter.jsonataCondition threw on offset ${collected.failingOffset}: ${collected.error}`,
+        subscriptionKey: key,
+        offset: collected.failingOffset,
+        error: cut(collected.error),
+      });
+      await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: collected.failingOffset }, collected.error);
+      return;
+    }
+
+    const transform = 'jsonataTransform' in entry.configuration.receiver ? entry.configuration.receiver.jsonataTransform : undefined;
+    const delivered: DeliveredEvent[] = [];
+    for (const event of collected.events) {
+      try {
+        delivered.push({ event, shaped: await shapeEvent(transform, event) });
+      } catch (error) {
+        if (delivered.length > 0) break;
+        await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, `jsonataTransform failed on offset ${event.offset}: ${errorText(error)}`);
+        return;
+      }
+    }
+    const first = delivered[0]!.event.offset;
+    const last = delivered[delivered.length - 1]!.event.offset;
+    const complete = collected.kind === 'events' && delivered.length === collected.events.length;
+    const cursorAfter = complete ? collected.scannedTo : last;
+
+    current = this.current(key, flight);
+    if (!current) return;
+    const state = this.actor.coreState!;
+    const timeout = this.deps.config.deliveryTimeoutMs;
+    const started = this.deps.clock.now();
+    // The watchdog is stored before the call leaves (SEMANTICS §4).
+    this.write({ ...current, inflightDeadlineAt: started + timeout });
+    const generation = runGeneration(current);
+    const ctx: Omit<DeliveryContext, 'signal'> = {
+      projectId: this.actor.projectId,
+      path: this.actor.path,
+      streamId: state.streamId,
+      streamCreatedAt: state.createdAt,
+      subscriptionKey: key,
+      cursorChangedAtSourceOffset: generation,
+      deliveryId: `delivery:${JSON.stringify([state.streamId, key, generation, first, last])}`,
+      attempt: current.attempt + 1,
+      streamMaxOffset: this.actor.durableHead,
+      entry,
+    };
+    const outcome = await this.call(ctx, delivered, timeout);
+    current = this.current(key, flight);
+    if (!current) return;
+    const finished = this.deps.clock.now();
+    this.deps.metrics?.deliveries.inc({ action, outcome: outcome.ok ? 'ok' : outcome.kind });
+    if (outcome.ok) {
+      const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
+      const completion = finished - Date.parse(delivered[delivered.length - 1]!.event.createdAt);
+      this.write({
+        ...current,
+        cursor: Math.max(current.cursor, cursorAfter),
+        attempt: 0,
+        nextAttemptAt: null,
+        inflightDeadlineAt: null,
+        lastError: null,
+        isolate: false,
+        confirmations: 0,
+        confirmOffset: null,
+        skipsWithoutSuccess: 0,
+        bytesSent: current.bytesSent + bytes,
+        stats: recordLatency(current.stats, Math.max(0, completion), finished - started),
+      });
+      return;
+    }
+    await this.failed(key, entry, flight, { kind: outcome.kind, batchSize: delivered.length, firstOffset: first }, outcome.error);
+  }
+
+  private async call(ctx: Omit<DeliveryContext, 'signal'>, events: DeliveredEvent[], timeoutMs: number): Promise<DeliveryOutcome> {
+    const receiver = this.deps.receivers[ctx.entry.configuration.receiver.action];
+    if (!receiver) {
+      return { ok: false, kind: 'unavailable', error: `this server has no ${ctx.entry.configuration.receiver.action} receiver` };
+    }
+    const abort = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<DeliveryOutcome>((resolve) => {
+      timer = setTimeout(() => {
+        abort.abort();
+        resolve({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([
+        receiver.deliver({ ...ctx, signal: abort.signal }, events).catch(
+          (error: unknown): DeliveryOutcome => ({ ok: false, kind: 'failing', error: errorText(error) }),
+        ),
+        timedOut,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Appends one idempotent audit line per (key, run, offset) on the source stream. */
+  private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<void> {
+    try {
+      await this.actor.append(
+        [
+          {
+            type: EventType.errorOccurred,
+            idempotencyKey: `${INTERNAL_IDEMPOTENCY_PREFIX}${kind}:${JSON.stringify([key, runGeneration(row), offset])}`,
+            payload: payload as never,
+          },
+        ],
+        'platform',
+      );
+    } catch (error) {
+      this.deps.log(`could not append the ${kind} audit of ${this.actor.path} subscription "${key}"`, error);
+    }
+  }
+
+  private async failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void> {
+    const row = this.current(key, flight);
+    if (!row) return;
+    const lastError = cut(error);
+    const now = this.deps.clock.now();
+    const decision = afterFailure(row, failure, policyOf(entry), now, this.deps.random.next(), this.knobs);
+    switch (decision.action) {
+      case 'retry':
+        this.write({
+          ...row,
+          attempt: decision.attempt,
+          confirmations: decision.confirmations,
+          confirmOffset: decision.confirmOffset,
+          nextAttemptAt: decision.nextAttemptAt,
+          inflightDeadlineAt: null,
+          lastError,
+          isolate: true,
+        });
+        return;
+      case 'halt': {
+        this.write({ ...row, attempt: decision.attempts, nextAttemptAt: null, inflightDeadlineAt: null, lastError, isolate: true });
+        try {
+          await this.actor.append(
+            [
+              {
+                type: EventType.subscriptionDeliveryHalted,
+                payload: { subscriptionKey: key, reason: 'delivery-failed', afterOffset: row.cursor, attempts: decision.attempts, error: lastError },
+              },
+            ],
+            'platform',
+          );
+          this.deps.log(`subscription "${key}" of ${this.actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
+        } catch (appendError) {
+          this.deps.log(`could not append the halt of ${this.actor.path} subscription "${key}"`, appendError);
+          const still = this.current(key, flight);
+          if (still) this.write({ ...still, nextAttemptAt: now + this.knobs.baseMs });
+        }
+        return;
+      }
+      case 'skip': {
+        await this.audit(key, row, decision.offset, 'skip', {
+          message: `subscription "${key}" skipped offset ${decision.offset} after it failed alone ${this.knobs.skipConfirmations} times: ${lastError}`,
+          subscriptionKey: key,
+          offset: decision.offset,
+          error: lastError,
+        });
+        const still = this.current(key, flight);
+        if (!still) return;
+        this.write({
+          ...still,
+          cursor: Math.max(still.cursor, decision.offset),
+          attempt: 0,
+          confirmations: 0,
+          confirmOffset: null,
+          skipsWithoutSuccess: still.skipsWithoutSuccess + 1,
+          nextAttemptAt: null,
+          inflightDeadlineAt: null,
+          lastError,
+          isolate: true,
+        });
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The runtime rows of one stream's subscriptions: an in-memory mirror of its subscription_runtime
+ * rows, written through to storage. Repair from core state runs inside the same transaction as the
+ * commit that changed the subscriptions (so a committed cursor-set can never be lost, and rows never
+ * disagree with state), and again at load.
+ */
+import type { CoreState, LatencyStats, SubscriptionRuntimeState } from '@rivulet/contract';
+import { repairRow, type SubscriptionRow } from '../core/repair.js';
+import type { SqlStorage } from '../ports/storage.js';
+
+interface RowRecord {
+  key: string;
+  run_configured_at: number;
+  run_cursor_set_at: number;
+  cursor: number;
+  attempt: number;
+  next_attempt_at: number | null;
+  inflight_deadline_at: number | null;
+  last_error: string | null;
+  isolate: number;
+  confirmations: number;
+  confirm_offset: number | null;
+  skips_without_success: number;
+  halted: number;
+  bytes_sent: number;
+  stats: string | null;
+}
+
+function fromRecord(r: RowRecord): SubscriptionRow {
+  return {
+    key: r.key,
+    runConfiguredAt: r.run_configured_at,
+    runCursorSetAt: r.run_cursor_set_at,
+    cursor: r.cursor,
+    attempt: r.attempt,
+    nextAttemptAt: r.next_attempt_at,
+    inflightDeadlineAt: r.inflight_deadline_at,
+    lastError: r.last_error,
+    isolate: r.isolate === 1,
+    confirmations: r.confirmations,
+    confirmOffset: r.confirm_offset,
+    skipsWithoutSuccess: r.skips_without_success,
+    halted: r.halted === 1,
+    bytesSent: r.bytes_sent,
+    stats: r.stats,
+  };
+}
+
+interface StatsRecord {
+  completion: number[];
+  duration: number[];
+  counts: [number, number];
+}
+
+const RECENT = 256;
+
+function summarize(values: number[], count: number): LatencyStats | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return {
+    count,
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    mean: Math.round((values.reduce((a, b) => a + b, 0) / values.length) * 100) / 100,
+    p50: at(0.5),
+    p99: at(0.99),
+  };
+}
+
+/** Adds one delivery's measurements to a row's stats text (the last RECENT samples are kept). */
+export function recordLatency(stats: string | null, completionMs: number, durationMs: number): string {
+  const s: StatsRecord = stats ? (JSON.parse(stats) as StatsRecord) : { completion: [], duration: [], counts: [0, 0] };
+  s.completion.push(completionMs);
+  s.duration.push(durationMs);
+  if (s.completion.length > RECENT) s.completion.shift();
+  if (s.duration.length > RECENT) s.duration.shift();
+  s.counts = [s.counts[0] + 1, s.counts[1] + 1];
+  return JSON.stringify(s);
+}
+
+export class SubscriptionRuntime {
+  private readonly rows = new Map<string, SubscriptionRow>();
+
+  constructor(
+    private readonly storage: SqlStorage,
+    private sid: number | null,
+  ) {
+    if (sid !== null) {
+      for (const r of storage.exec<RowRecord>(
+        `SELECT key, run_configured_at, run_cursor_set_at, cursor, attempt, next_attempt_at, inflight_deadline_at,
+                last_error, isolate, confirmations, confirm_offset, skips_without_success, halted, bytes_sent, stats
+         FROM subscription_runtime WHERE sid = ?`,
+        sid,
+      )) {
+        this.rows.set(r.key, fromRecord(r));
+      }
+    }
+  }
+
+  get(key: string): SubscriptionRow | undefined {
+    return this.rows.get(key);
+  }
+
+  all(): IterableIterator<SubscriptionRow> {
+    return this.rows.values();
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  /** Brings rows in line with core state; call inside the commit's transaction. */
+  repair(state: CoreState | null, sid: number): void {
+    this.sid = sid;
+    const byKey = state?.subscriptions.outbound.byKey ?? {};
+    for (const key of [...this.rows.keys()]) {
+      if (!byKey[key]) {
+        this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ? AND key = ?`, sid, key);
+        this.rows.delete(key);
+      }
+    }
+    for (const [key, entry] of Object.entries(byKey)) {
+      const row = this.rows.get(key);
+      const repaired = repairRow(key, entry, row);
+      if (repaired !== row) this.write(repaired);
+    }
+  }
+
+  /** Writes a changed row (the caller provides the transaction, or accepts an autocommit). */
+  write(row: SubscriptionRow): void {
+    if (this.sid === null) return;
+    this.storage.run(
+      `INSERT OR REPLACE INTO subscription_runtime
+         (sid, key, run_configured_at, run_cursor_set_at, cursor, attempt, next_attempt_at, inflight_deadline_at,
+          last_error, isolate, confirmations, confirm_offset, skips_without_success, halted, bytes_sent, stats)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      this.sid,
+      row.key,
+      row.runConfiguredAt,
+      row.runCursorSetAt,
+      row.cursor,
+      row.attempt,
+      row.nextAttemptAt,
+      row.inflightDeadlineAt,
+      row.lastError,
+      row.isolate ? 1 : 0,
+      row.confirmations,
+      row.confirmOffset,
+      row.skipsWithoutSuccess,
+      row.halted ? 1 : 0,
+      row.bytesSent,
+      row.stats,
+    );
+    this.rows.set(row.key, row);
+  }
+
+  /** Forgets every row (the stream was destroyed; its rows were erased with it). */
+  clear(): void {
+    this.rows.clear();
+    this.sid = null;
+  }
+
+  /** runtime.subscriptions of :state (API.md §9): progress and measurements, never configuration. */
+  view(head: number): Record<string, SubscriptionRuntimeState> {
+    const out: Record<string, SubscriptionRuntimeState> = {};
+    for (const row of this.rows.values()) {
+      const view: SubscriptionRuntimeState = {
+        acknowledgedOffset: row.cursor,
+        lag: Math.max(0, head - row.cursor),
+        attempt: row.attempt,
+        nextAttemptAt: row.nextAttemptAt,
+        inFlightDeadlineAt: row.inflightDeadlineAt,
+        lastError: row.lastError,
+        bytesSent: row.bytesSent,
+      };
+      if (row.stats) {
+        const s = JSON.parse(row.stats) as StatsRecord;
+        const completion = summarize(s.completion, s.counts[0]);
+        const duration = summarize(s.duration, s.counts[1]);
+        if (completion) view.completionLatencyMs = completion;
+        if (duration) view.deliveryDurationMs = duration;
+      }
+      out[row.key] = view;
+    }
+    return out;
+  }
+}
