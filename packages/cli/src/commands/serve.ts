@@ -1,7 +1,7 @@
 /** `rivulet serve`: start the server on embedded SQLite (API.md §1, §7). */
 import { Defaults } from '@rivulet/contract';
 import { startNodeServer } from '@rivulet/server/node';
-import { intOption, parse, UsageError, type Command } from '../command.js';
+import { boolOption, intOption, parse, UsageError, type Command } from '../command.js';
 
 const usage = `Usage: rivulet serve [options]
 
@@ -20,6 +20,8 @@ Options:
   --retry-base-ms N            first retry delay (RIVULET_RETRY_BASE_MS, default ${Defaults.retryBaseMs})
   --retry-max-ms N             longest retry delay (RIVULET_RETRY_MAX_MS, default ${Defaults.retryMaxMs})
   --delivery-timeout-ms N      per receiver call (RIVULET_DELIVERY_TIMEOUT_MS, default ${Defaults.deliveryTimeoutMs})
+  --allow-private-webhooks     let webhooks reach loopback, private, link-local and metadata addresses
+                               (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   -h, --help                   show this help`;
 
 export const serveCommand: Command = {
@@ -39,6 +41,7 @@ export const serveCommand: Command = {
       'retry-base-ms': { type: 'string' },
       'retry-max-ms': { type: 'string' },
       'delivery-timeout-ms': { type: 'string' },
+      'allow-private-webhooks': { type: 'boolean' },
     });
     if (values.help) {
       io.out(usage);
@@ -52,11 +55,13 @@ export const serveCommand: Command = {
       throw new UsageError(`--durability must be "full" or "relaxed", got "${durability}"`);
     }
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
+    const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
     const server = await startNodeServer({
       port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
       host: pick('host', 'RIVULET_HOST') ?? Defaults.host,
       data: pick('data', 'RIVULET_DATA') ?? Defaults.data,
       ...(tokensFile ? { tokensFile } : {}),
+      ...(allowPrivate !== undefined ? { allowPrivateWebhooks: boolOption('--allow-private-webhooks', allowPrivate, false) } : {}),
       durability,
       maxEventBytes: intOption('--max-event-bytes', pick('max-event-bytes', 'RIVULET_MAX_EVENT_BYTES'), Defaults.maxEventBytes, 1),
       maxBodyBytes: intOption('--max-body-bytes', pick('max-body-bytes', 'RIVULET_MAX_BODY_BYTES'), Defaults.maxBodyBytes, 1),
