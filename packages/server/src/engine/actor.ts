@@ -265,8 +265,9 @@ export class StreamActor {
     const loaded = this.load();
     if (loaded.sid === null) return { streamId: null, streamMaxOffset: 0, events: [] };
     const before = Math.min(q.beforeOffset ?? Number.MAX_SAFE_INTEGER, this.committedHead + 1);
+    const ephemeralSinceMs = q.includeEphemeral ? this.deps.clock.now() - this.deps.config.ephemeralRetentionMs : undefined;
     const events =
-      q.afterOffset + 1 >= before ? [] : this.deps.store.readRange(loaded.sid, { ...q, beforeOffset: before });
+      q.afterOffset + 1 >= before ? [] : this.deps.store.readRange(loaded.sid, { ...q, beforeOffset: before, ephemeralSinceMs });
     return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events };
   }
 

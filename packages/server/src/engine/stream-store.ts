@@ -20,6 +20,8 @@ export interface RangeQuery {
   beforeOffset: number;
   limit: number;
   includeEphemeral: boolean;
+  /** With includeEphemeral: ephemeral events created before this time are past retention and hidden. */
+  ephemeralSinceMs?: number | undefined;
   eventTypes?: readonly string[] | undefined;
 }
 
@@ -91,6 +93,10 @@ export class StreamStore {
     const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
     let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
     if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
+    else if (q.ephemeralSinceMs !== undefined) {
+      sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
+      params.push(q.ephemeralSinceMs);
+    }
     if (q.eventTypes && q.eventTypes.length > 0) {
       sql += ` AND type IN (${q.eventTypes.map(() => '?').join(', ')})`;
       params.push(...q.eventTypes);

@@ -1,0 +1,340 @@
+/**
+ * tailStream (SEMANTICS §9.6, scenario S10): durable replay after a cursor, then live events, with
+ * no gap and no duplicate at the seam, also when appends race with the replay; a reader that falls
+ * behind catches up from storage without losing a durable event; destroy ends the tail.
+ * Runs over MemoryStorage and over SQLite with group commit (where publication waits a turn).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventType, type CommittedEvent } from '@rivulet/contract';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import type { AppendInput } from '../core/append-input.js';
+import type { SqlStorage } from '../ports/storage.js';
+import { StreamActor } from './actor.js';
+import { defaultEngineConfig } from './config.js';
+import { openSchema } from './schema.js';
+import { StreamStore } from './stream-store.js';
+import { tailStream, type TailItem, type TailOptions } from './tail.js';
+
+interface Harness {
+  storage: SqlStorage;
+  cleanup(): void;
+}
+
+const adapters: Array<{ name: string; open: () => Promise<Harness> }> = [
+  {
+    name: 'MemoryStorage',
+    open: async () => {
+      const storage = await MemoryStorage.create();
+      return { storage, cleanup: () => storage.close() };
+    },
+  },
+  {
+    name: 'SqliteStorage (group commit)',
+    open: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rivulet-tail-'));
+      const storage = new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'relaxed' });
+      return {
+        storage,
+        cleanup: () => {
+          storage.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+];
+
+let opened: Harness[] = [];
+let streams = 0;
+
+afterEach(() => {
+  for (const h of opened) h.cleanup();
+  opened = [];
+});
+
+async function newActor(open: () => Promise<Harness>): Promise<StreamActor> {
+  const harness = await open();
+  opened.push(harness);
+  openSchema(harness.storage);
+  let now = Date.parse('2025-01-01T00:00:00.000Z');
+  let ids = 0;
+  return new StreamActor('proj', `/tail/${++streams}`, {
+    store: new StreamStore(harness.storage),
+    clock: { now: () => now++ },
+    random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    config: defaultEngineConfig,
+  });
+}
+
+const events = (count: number, ephemeral: (i: number) => boolean = () => false, type = 'app/x'): AppendInput[] =>
+  Array.from({ length: count }, (_, i) => ({ type, payload: { i }, ...(ephemeral(i) ? { ephemeral: true as const } : {}) }));
+
+/** A tail read item by item, with a guard that turns a stalled tail into a clear failure. */
+class Reader {
+  readonly offsets: number[] = [];
+  readonly parsed: CommittedEvent[] = [];
+  readonly items: TailItem[] = [];
+  private readonly iterator: AsyncGenerator<TailItem>;
+
+  constructor(actor: StreamActor, options: TailOptions) {
+    this.iterator = tailStream(actor, options);
+  }
+
+  /** Starts the generator: the first call registers the live listener synchronously. */
+  pull(timeoutMs = 2000): Promise<IteratorResult<TailItem>> {
+    const next = this.iterator.next();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`tail stalled after offsets ${this.offsets.join(',')}`)), timeoutMs);
+    });
+    return Promise.race([next, stalled])
+      .then((result) => {
+        if (!result.done) {
+          this.items.push(result.value);
+          if (result.value.kind === 'events') {
+            for (const e of result.value.events) {
+              this.offsets.push(e.offset);
+              const event = JSON.parse(e.json) as CommittedEvent;
+              expect(event.offset).toBe(e.offset);
+              this.parsed.push(event);
+            }
+          }
+        }
+        return result;
+      })
+      .finally(() => clearTimeout(timer));
+  }
+
+  async pullUntil(done: () => boolean): Promise<void> {
+    while (!done()) {
+      const result = await this.pull();
+      if (result.done) throw new Error('tail ended early');
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.iterator.return(undefined);
+  }
+}
+
+function expectStrictlyIncreasing(offsets: readonly number[]): void {
+  for (let i = 1; i < offsets.length; i++) expect(offsets[i]!, `offsets ${offsets.join(',')}`).toBeGreaterThan(offsets[i - 1]!);
+}
+
+describe.each(adapters)('tailStream over $name', ({ open }) => {
+  it('replays durable events after the cursor, skipping ephemeral ones, then delivers live ones (ephemeral included)', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(6, (i) => i % 3 === 1), 'public'); // offsets 2..7; 3 and 6 ephemeral
+    const reader = new Reader(actor, { afterOffset: 2, pageSize: 2 });
+    await reader.pullUntil(() => reader.offsets.includes(7));
+    expect(reader.offsets).toEqual([4, 5, 7]);
+    await actor.append(events(2, (i) => i === 0), 'public'); // 8 ephemeral, 9
+    await reader.pullUntil(() => reader.offsets.includes(9));
+    expect(reader.offsets).toEqual([4, 5, 7, 8, 9]);
+    expect(reader.parsed.find((e) => e.offset === 8)!.ephemeral).toBe(true);
+    await reader.close();
+    expect(actor.listenerCount).toBe(0);
+  });
+
+  it('a tail of a stream that does not exist yet sees it being created', async () => {
+    const actor = await newActor(open);
+    const reader = new Reader(actor, { afterOffset: 0 });
+    const first = reader.pull();
+    await actor.append(events(2), 'public');
+    await first;
+    await reader.pullUntil(() => reader.offsets.length >= 3);
+    expect(reader.offsets).toEqual([1, 2, 3]);
+    expect(reader.parsed[0]!.type).toBe(EventType.created);
+    await reader.close();
+  });
+
+  it('filters replay and live events by type', async () => {
+    const actor = await newActor(open);
+    await actor.append([...events(2, () => false, 'app/a'), ...events(2, () => false, 'app/b')], 'public');
+    const reader = new Reader(actor, { afterOffset: 0, eventTypes: ['app/b'], pageSize: 1 });
+    await reader.pullUntil(() => reader.offsets.length >= 2);
+    await actor.append([...events(1, () => false, 'app/a'), ...events(1, () => false, 'app/b')], 'public');
+    await reader.pullUntil(() => reader.offsets.length >= 3);
+    expect(reader.offsets).toEqual([4, 5, 7]);
+    expect(reader.parsed.every((e) => e.type === 'app/b')).toBe(true);
+    await reader.close();
+  });
+
+  it('appends racing with a paged replay leave no gap and no duplicate (property)', async () => {
+    const appendOp = fc.record({
+      kind: fc.constant('append' as const),
+      count: fc.integer({ min: 1, max: 3 }),
+      ephemeralMask: fc.nat({ max: 7 }),
+      wait: fc.boolean(),
+    });
+    const op = fc.oneof(appendOp, fc.constant({ kind: 'pull' as const }), fc.constant({ kind: 'turn' as const }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          initial: fc.nat({ max: 12 }),
+          initialEphemeralMask: fc.nat({ max: 15 }),
+          pageSize: fc.integer({ min: 1, max: 4 }),
+          afterOffset: fc.nat({ max: 4 }),
+          maxBuffered: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 4 })),
+          ops: fc.array(op, { maxLength: 30 }),
+        }),
+        async ({ initial, initialEphemeralMask, pageSize, afterOffset, maxBuffered, ops }) => {
+          const actor = await newActor(open);
+          /** Offset → ephemeral? for every event appended after the tail registered. */
+          const live = new Map<number, boolean>();
+          const durableBefore: number[] = [];
+          if (initial > 0) {
+            const committed = await actor.append(events(initial, (i) => ((initialEphemeralMask >> i % 4) & 1) === 1), 'public');
+            durableBefore.push(1, ...committed.filter((e) => !e.ephemeral).map((e) => e.offset));
+          }
+          const reader = new Reader(actor, { afterOffset, pageSize, ...(maxBuffered ? { maxBuffered } : {}) });
+          const pending: Array<Promise<unknown>> = [];
+          let appended = 0;
+          const expectedDurable = () => [
+            ...durableBefore.filter((o) => o > afterOffset),
+            ...[...live].filter(([o, eph]) => o > afterOffset && !eph).map(([o]) => o),
+          ];
+          const receivedDurable = () => reader.parsed.filter((e) => !e.ephemeral).length;
+          // The first pull registers the listener; everything appended later is "live".
+          const firstPull = reader.pull();
+          let pulling: Promise<unknown> | undefined = firstPull;
+
+          for (const o of ops) {
+            if (o.kind === 'append') {
+              const inputs = events(o.count, (i) => ((o.ephemeralMask >> i) & 1) === 1);
+              const created = !actor.exists && appended === 0 && initial === 0;
+              const promise = actor.append(inputs, 'public').then((committed) => {
+                if (created) live.set(1, false);
+                for (const e of committed) live.set(e.offset, e.ephemeral === true);
+              });
+              appended++;
+              pending.push(promise);
+              if (o.wait) await promise;
+            } else if (o.kind === 'turn') {
+              await new Promise((resolve) => setImmediate(resolve));
+            } else if (!pulling) {
+              // Pull only while something durable is owed, so a pull never waits forever.
+              if (receivedDurable() < expectedDurable().length) pulling = reader.pull().finally(() => (pulling = undefined));
+            }
+          }
+          await Promise.all(pending);
+          await pulling;
+          pulling = undefined;
+          await reader.pullUntil(() => receivedDurable() >= expectedDurable().length);
+
+          expectStrictlyIncreasing(reader.offsets);
+          const durable = expectedDurable().sort((a, b) => a - b);
+          expect(reader.parsed.filter((e) => !e.ephemeral).map((e) => e.offset)).toEqual(durable);
+          // Ephemeral events come only live, only from after registration, and (unless the reader
+          // overflowed) all of them.
+          const ephemeralSeen = reader.parsed.filter((e) => e.ephemeral).map((e) => e.offset);
+          for (const o of ephemeralSeen) expect(live.get(o)).toBe(true);
+          if (!maxBuffered) {
+            expect(ephemeralSeen).toEqual([...live].filter(([o, eph]) => eph && o > afterOffset).map(([o]) => o).sort((a, b) => a - b));
+          }
+          // What the tail yields is what storage holds.
+          const stored = actor.read({ afterOffset: 0, limit: 10_000, includeEphemeral: true }).events;
+          for (const e of reader.parsed) expect(e).toEqual(stored.find((s) => s.offset === e.offset));
+          await reader.close();
+          expect(actor.listenerCount).toBe(0);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a reader that overflows catches up from storage without losing or repeating a durable event', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(4), 'public'); // 1..5
+    const reader = new Reader(actor, { afterOffset: 0, pageSize: 2, maxBuffered: 3 });
+    await reader.pull(); // registered; first replay page [1, 2]
+    // The reader does not pull while 20 single-event appends commit, every third one ephemeral.
+    const appended: CommittedEvent[] = [];
+    for (let i = 0; i < 20; i++) appended.push(...(await actor.append(events(1, () => i % 3 === 0), 'public')));
+    const durable = [1, 2, 3, 4, 5, ...appended.filter((e) => !e.ephemeral).map((e) => e.offset)];
+    await reader.pullUntil(() => reader.parsed.filter((e) => !e.ephemeral).length >= durable.length);
+    expectStrictlyIncreasing(reader.offsets);
+    expect(reader.parsed.filter((e) => !e.ephemeral).map((e) => e.offset)).toEqual(durable);
+    // The catch-up came from storage: the missed ephemeral events are gone for this reader.
+    expect(reader.parsed.filter((e) => e.ephemeral)).toEqual([]);
+    // Once caught up, live delivery resumes, ephemeral included.
+    const [eph, dur] = await actor.append(events(2, (i) => i === 0), 'public');
+    await reader.pullUntil(() => reader.offsets.includes(dur!.offset));
+    expect(reader.offsets.slice(-2)).toEqual([eph!.offset, dur!.offset]);
+    await reader.close();
+  });
+
+  it('overflowing again during a catch-up still loses nothing durable', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(10), 'public');
+    const reader = new Reader(actor, { afterOffset: 0, pageSize: 1, maxBuffered: 1 });
+    await reader.pull();
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 4; i++) await actor.append(events(2), 'public');
+      await reader.pull();
+    }
+    const head = actor.head;
+    await reader.pullUntil(() => reader.offsets.includes(head));
+    expect(reader.offsets).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+    await reader.close();
+  });
+
+  it('destroy ends a waiting tail with {kind: "destroyed"} and removes its listener', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(2), 'public');
+    const reader = new Reader(actor, { afterOffset: 0 });
+    await reader.pull();
+    const waiting = reader.pull();
+    expect(actor.listenerCount).toBe(1);
+    await actor.destroy();
+    await expect(waiting).resolves.toEqual({ done: false, value: { kind: 'destroyed' } });
+    await expect(reader.pull()).resolves.toEqual({ done: true, value: undefined });
+    expect(actor.listenerCount).toBe(0);
+  });
+
+  it('destroy during the replay stops the replay and ends the tail', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(9), 'public');
+    const reader = new Reader(actor, { afterOffset: 0, pageSize: 2 });
+    await reader.pull();
+    expect(reader.offsets).toEqual([1, 2]);
+    await actor.destroy();
+    const rest: TailItem[] = [];
+    for (;;) {
+      const result = await reader.pull();
+      if (result.done) break;
+      rest.push(result.value);
+    }
+    expect(rest).toEqual([{ kind: 'destroyed' }]);
+    expect(actor.listenerCount).toBe(0);
+  });
+
+  it('an abort signal ends a waiting tail', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(1), 'public');
+    const controller = new AbortController();
+    const reader = new Reader(actor, { afterOffset: 0, signal: controller.signal });
+    await reader.pull();
+    const waiting = reader.pull();
+    controller.abort();
+    await expect(waiting).resolves.toEqual({ done: true, value: undefined });
+    expect(actor.listenerCount).toBe(0);
+  });
+
+  it('a cursor at or past the head waits for what comes next', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(3), 'public'); // 1..4
+    const reader = new Reader(actor, { afterOffset: 6 });
+    const first = reader.pull();
+    await actor.append(events(4), 'public'); // 5..8
+    await first;
+    await reader.pullUntil(() => reader.offsets.includes(8));
+    expect(reader.offsets).toEqual([7, 8]);
+    await reader.close();
+  });
+});
