@@ -7,9 +7,15 @@ import { z } from 'zod';
 import type { JsonObject } from './json.js';
 import { Limits } from './limits.js';
 
+/**
+ * A JSON object, accepted as it is (not rebuilt): a rebuilt record would turn an own "__proto__"
+ * key, which JSON.parse creates faithfully, into a prototype assignment and lose it.
+ */
 export const JsonObjectSchema = z
-  .record(z.string(), z.unknown())
-  .meta({ description: 'Any JSON object' }) as unknown as z.ZodType<JsonObject>;
+  .custom<JsonObject>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), {
+    error: (issue) => `expected a JSON object, got ${issue.input === null ? 'null' : Array.isArray(issue.input) ? 'an array' : typeof issue.input}`,
+  })
+  .meta({ type: 'object', description: 'Any JSON object' });
 
 export const OffsetSchema = z.int().min(0).meta({ description: 'A stream offset (safe integer ≥ 0)' });
 
@@ -29,7 +35,15 @@ export const EventInputSchema = z.strictObject({
 
 export type EventInput = z.infer<typeof EventInputSchema>;
 
-export const AppendBodySchema = z.union([EventInputSchema, z.array(EventInputSchema).min(1).max(10_000)]);
+export const MAX_BATCH_EVENTS = 10_000;
+
+export const EventBatchSchema = z
+  .array(EventInputSchema)
+  .min(1, 'a batch needs at least one event')
+  .max(MAX_BATCH_EVENTS, `a batch holds at most ${MAX_BATCH_EVENTS} events`);
+
+/** One event, or an array of events appended atomically. */
+export const AppendBodySchema = z.union([EventInputSchema, EventBatchSchema]);
 
 /** One hop of provenance on a copied event (design page: "Copied event validation"). */
 export interface CopyHop {

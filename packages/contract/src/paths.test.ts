@@ -56,3 +56,12 @@ describe('isPathUnder', () => {
     expect(isPathUnder('/anything', '/')).toBe(true);
   });
 });
+
+describe('canonicalizePath with decoding', () => {
+  it('trims whitespace that arrives percent-encoded around the whole path', () => {
+    expect(canonicalizePath('/%20a/./b%20', { decode: true })).toBe('/a/b');
+    expect(canonicalizePath('/%20', { decode: true })).toBe('/');
+    // Inner whitespace is part of the name.
+    expect(canonicalizePath('/a%20/%20b', { decode: true })).toBe('/a /  b'.replace('/  b', '/ b'));
+  });
+});

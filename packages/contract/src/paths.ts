@@ -29,19 +29,28 @@ export function canonicalizePath(raw: string, options: CanonicalizeOptions = {})
   }
   if (trimmed === '' || trimmed === '/') return '/';
   const body = trimmed.startsWith('/') ? trimmed.slice(1) : trimmed;
-  const out: string[] = [];
-  for (const rawSegment of body.split('/')) {
-    let segment = rawSegment;
-    if (options.decode) {
+  const segments = body.split('/');
+  if (options.decode) {
+    for (let i = 0; i < segments.length; i++) {
+      const rawSegment = segments[i]!;
+      let decoded: string;
       try {
-        segment = decodeURIComponent(rawSegment);
+        decoded = decodeURIComponent(rawSegment);
       } catch {
         throw invalid(`stream path segment "${rawSegment}" is not valid percent-encoding`, raw);
       }
-      if (segment.includes('/')) {
+      if (decoded.includes('/')) {
         throw invalid(`stream path segment "${rawSegment}" decodes to a "/" inside one segment`, raw);
       }
+      segments[i] = decoded;
     }
+    // Surrounding whitespace of the whole (decoded) path is trimmed too.
+    segments[0] = segments[0]!.trimStart();
+    segments[segments.length - 1] = segments[segments.length - 1]!.trimEnd();
+    if (segments.length === 1 && segments[0] === '') return '/';
+  }
+  const out: string[] = [];
+  for (const segment of segments) {
     if (FORBIDDEN_CHAR.test(segment)) {
       throw invalid(
         `stream path "${raw}" contains a character that paths may not use (?, #, \\, : or a control character)`,

@@ -13,7 +13,21 @@ function describePath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-export function issuesToError(issues: readonly z.core.$ZodIssue[], where?: string): RivuletError {
+/**
+ * A union failure says only "invalid input"; the branch that came closest (fewest issues) says
+ * what is actually wrong, with paths relative to the union.
+ */
+function unwrapUnions(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== 'invalid_union' || !('errors' in issue) || issue.errors.length === 0) return [issue];
+    const closest = [...issue.errors].sort((a, b) => a.length - b.length)[0]!;
+    if (closest.length === 0) return [issue];
+    return unwrapUnions(closest.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })));
+  });
+}
+
+export function issuesToError(raw: readonly z.core.$ZodIssue[], where?: string): RivuletError {
+  const issues = unwrapUnions(raw);
   const lines = issues.slice(0, 10).map((issue) => {
     const at = describePath(issue.path);
     const prefix = [where, at].filter(Boolean).join(at && where ? '.' : '');

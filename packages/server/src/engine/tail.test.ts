@@ -74,40 +74,55 @@ async function newActor(open: () => Promise<Harness>): Promise<StreamActor> {
 const events = (count: number, ephemeral: (i: number) => boolean = () => false, type = 'app/x'): AppendInput[] =>
   Array.from({ length: count }, (_, i) => ({ type, payload: { i }, ...(ephemeral(i) ? { ephemeral: true as const } : {}) }));
 
-/** A tail read item by item, with a guard that turns a stalled tail into a clear failure. */
+/** Rejects when `promise` does not settle in time: a stalled tail fails clearly instead of hanging. */
+function guard<T>(promise: Promise<T>, what: () => string, timeoutMs = 2000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`tail stalled: ${what()}`)), timeoutMs);
+  });
+  return Promise.race([promise, stalled]).finally(() => clearTimeout(timer));
+}
+
+/** A tail read item by item, recording what it yields. */
 class Reader {
-  readonly offsets: number[] = [];
   readonly parsed: CommittedEvent[] = [];
   readonly items: TailItem[] = [];
+  readonly abort = new AbortController();
   private readonly iterator: AsyncGenerator<TailItem>;
 
   constructor(actor: StreamActor, options: TailOptions) {
-    this.iterator = tailStream(actor, options);
+    this.iterator = tailStream(actor, { signal: this.abort.signal, ...options });
   }
 
-  /** Starts the generator: the first call registers the live listener synchronously. */
-  pull(timeoutMs = 2000): Promise<IteratorResult<TailItem>> {
-    const next = this.iterator.next();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`tail stalled after offsets ${this.offsets.join(',')}`)), timeoutMs);
-    });
-    return Promise.race([next, stalled])
-      .then((result) => {
-        if (!result.done) {
-          this.items.push(result.value);
-          if (result.value.kind === 'events') {
-            for (const e of result.value.events) {
-              this.offsets.push(e.offset);
-              const event = JSON.parse(e.json) as CommittedEvent;
-              expect(event.offset).toBe(e.offset);
-              this.parsed.push(event);
-            }
+  get offsets(): number[] {
+    return this.parsed.map((e) => e.offset);
+  }
+
+  /** next() calls not answered yet. */
+  waiting = 0;
+
+  /** The first call starts the generator, which registers its live listener synchronously. */
+  next(): Promise<IteratorResult<TailItem>> {
+    this.waiting++;
+    return this.iterator.next().then((result) => {
+      this.waiting--;
+      if (!result.done) {
+        this.items.push(result.value);
+        if (result.value.kind === 'events') {
+          for (const e of result.value.events) {
+            const event = JSON.parse(e.json) as CommittedEvent;
+            expect(event.offset).toBe(e.offset);
+            this.parsed.push(event);
           }
         }
-        return result;
-      })
-      .finally(() => clearTimeout(timer));
+      }
+      return result;
+    });
+  }
+
+  /** The next item, failing if none comes in time. */
+  pull(): Promise<IteratorResult<TailItem>> {
+    return guard(this.next(), () => `after offsets [${this.offsets.join(',')}]`);
   }
 
   async pullUntil(done: () => boolean): Promise<void> {
@@ -199,10 +214,19 @@ describe.each(adapters)('tailStream over $name', ({ open }) => {
             ...durableBefore.filter((o) => o > afterOffset),
             ...[...live].filter(([o, eph]) => o > afterOffset && !eph).map(([o]) => o),
           ];
-          const receivedDurable = () => reader.parsed.filter((e) => !e.ephemeral).length;
+          const expectedEphemeral = () => [...live].filter(([o, eph]) => eph && o > afterOffset).map(([o]) => o);
+          /** Something committed is still owed to the reader (ephemeral too, unless it may overflow). */
+          const owed = () =>
+            reader.parsed.filter((e) => !e.ephemeral).length < expectedDurable().length ||
+            (!maxBuffered && reader.parsed.filter((e) => e.ephemeral).length < expectedEphemeral().length);
+          let pulling: Promise<unknown> | undefined;
+          const pull = () => {
+            pulling = reader.next().finally(() => {
+              pulling = undefined;
+            });
+          };
           // The first pull registers the listener; everything appended later is "live".
-          const firstPull = reader.pull();
-          let pulling: Promise<unknown> | undefined = firstPull;
+          pull();
 
           for (const o of ops) {
             if (o.kind === 'append') {
@@ -217,15 +241,21 @@ describe.each(adapters)('tailStream over $name', ({ open }) => {
               if (o.wait) await promise;
             } else if (o.kind === 'turn') {
               await new Promise((resolve) => setImmediate(resolve));
-            } else if (!pulling) {
-              // Pull only while something durable is owed, so a pull never waits forever.
-              if (receivedDurable() < expectedDurable().length) pulling = reader.pull().finally(() => (pulling = undefined));
+            } else if (!pulling && owed()) {
+              // Pull only while something is owed, so a pull never waits forever.
+              pull();
             }
           }
           await Promise.all(pending);
-          await pulling;
-          pulling = undefined;
-          await reader.pullUntil(() => receivedDurable() >= expectedDurable().length);
+          while (owed()) await guard(pulling ?? reader.next(), () => `after offsets [${reader.offsets.join(',')}]`);
+          if (reader.waiting > 0) {
+            // Nothing is owed, yet a pull waits for more: ending the tail answers it.
+            reader.abort.abort();
+            await guard(pulling!, () => 'abort did not end the tail');
+          } else {
+            await pulling;
+            await reader.close();
+          }
 
           expectStrictlyIncreasing(reader.offsets);
           const durable = expectedDurable().sort((a, b) => a - b);
@@ -234,13 +264,10 @@ describe.each(adapters)('tailStream over $name', ({ open }) => {
           // overflowed) all of them.
           const ephemeralSeen = reader.parsed.filter((e) => e.ephemeral).map((e) => e.offset);
           for (const o of ephemeralSeen) expect(live.get(o)).toBe(true);
-          if (!maxBuffered) {
-            expect(ephemeralSeen).toEqual([...live].filter(([o, eph]) => eph && o > afterOffset).map(([o]) => o).sort((a, b) => a - b));
-          }
+          if (!maxBuffered) expect(ephemeralSeen).toEqual(expectedEphemeral().sort((a, b) => a - b));
           // What the tail yields is what storage holds.
           const stored = actor.read({ afterOffset: 0, limit: 10_000, includeEphemeral: true }).events;
           for (const e of reader.parsed) expect(e).toEqual(stored.find((s) => s.offset === e.offset));
-          await reader.close();
           expect(actor.listenerCount).toBe(0);
         },
       ),

@@ -5,8 +5,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { Defaults, type CommittedEvent } from '@rivulet/contract';
+import { createServer } from 'node:http';
+import { getRequestListener, RequestError } from '@hono/node-server';
+import { Defaults, RivuletError, type CommittedEvent } from '@rivulet/contract';
 import { SqliteStorage, type Durability } from '../adapters/sqlite/sqlite-storage.js';
 import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
 import { createServerMetrics, type ServerMetrics } from '../engine/metrics.js';
@@ -16,7 +17,7 @@ import { LocalStreamService } from '../engine/service.js';
 import { StreamStore } from '../engine/stream-store.js';
 import { createApp } from '../http/app.js';
 import { parseTokensFile } from '../http/auth.js';
-import { consoleLogger, type ErrorLogger } from '../http/errors.js';
+import { consoleLogger, errorResponse, type ErrorLogger } from '../http/errors.js';
 import { DeliveryEngine } from '../engine/delivery/engine.js';
 import { copyReceiver } from '../engine/delivery/copy-receiver.js';
 import type { StreamDirectory } from '../ports/directory.js';
@@ -133,9 +134,25 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     ready: () => ready,
   });
 
-  const server: ServerType = await new Promise((resolvePromise, reject) => {
-    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolvePromise(s));
-    s.once('error', reject);
+  // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get
+  // the JSON error shape (API.md §4), not an empty 400.
+  const listener = getRequestListener(app.fetch, {
+    hostname: host,
+    errorHandler: (error) =>
+      errorResponse(
+        error instanceof RequestError
+          ? new RivuletError('INVALID_INPUT', `request refused: ${error.message}`)
+          : error,
+        logger,
+      ),
+  });
+  const server = createServer(listener);
+  await new Promise<void>((resolvePromise, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolvePromise();
+    });
   });
   const address = server.address() as AddressInfo;
   ready = true;
@@ -157,7 +174,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         delivery.close();
         await new Promise<void>((res) => {
           server.close(() => res());
-          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+          server.closeAllConnections();
         });
         await storage.flush().catch(() => undefined);
         storage.close();

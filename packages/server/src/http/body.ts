@@ -66,14 +66,25 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false;
 }
 
+const MAYBE_HUGE_NUMBER = /[eE][+]?\d{3}|\d{300}/;
+
 export function parseJsonText(text: string): unknown {
   if (text.trim() === '') throw new RivuletError('INVALID_INPUT', 'request body is empty; expected JSON');
   if (jsonDepthExceeds(text, Limits.jsonMaxDepth)) {
     throw new RivuletError('INVALID_INPUT', `request body nests JSON deeper than ${Limits.jsonMaxDepth} levels`);
   }
   try {
-    return JSON.parse(text);
+    // Numbers too large for a double parse as Infinity and would be stored as null: refuse them.
+    // The reviver costs time, so it runs only when the text could hold such a number.
+    if (!MAYBE_HUGE_NUMBER.test(text)) return JSON.parse(text);
+    return JSON.parse(text, (_key, value: unknown) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) {
+        throw new RivuletError('INVALID_INPUT', 'request body holds a number too large to represent (JSON numbers must be finite doubles)');
+      }
+      return value;
+    });
   } catch (error) {
+    if (error instanceof RivuletError) throw error;
     const detail = error instanceof Error ? error.message : String(error);
     throw new RivuletError('INVALID_INPUT', `request body is not valid JSON: ${detail}`);
   }

@@ -4,7 +4,8 @@
  * Custom methods (":state", and the commands later capabilities register) are looked up in a table.
  */
 import {
-  AppendBodySchema,
+  EventBatchSchema,
+  EventInputSchema,
   ListQuerySchema,
   ReadQuerySchema,
   RivuletError,
@@ -118,8 +119,11 @@ export async function handleStreamRequest(
 
   switch (request.method) {
     case 'POST': {
-      const body = parseOrThrow(AppendBodySchema, await req.json());
-      const inputs: EventInput[] = Array.isArray(body) ? body : [body];
+      const body = await req.json();
+      // Judged by shape first, so that a failure names the field instead of "no union member matched".
+      const inputs: EventInput[] = Array.isArray(body)
+        ? parseOrThrow(EventBatchSchema, body, 'events')
+        : [parseOrThrow(EventInputSchema, body, 'event')];
       const events = await service.append(projectId, address.path, inputs);
       return json({ events });
     }

@@ -1,0 +1,252 @@
+/**
+ * The stream actor over real storage: appends issued in one turn share a group commit and answer
+ * in order; nothing uncommitted is ever readable; a group that fails to commit answers UNAVAILABLE
+ * to every append in it and the actors reload from storage (SEMANTICS §1.3, ports/storage.ts);
+ * destroy starts a new lifetime (§1.2); post-commit work sees each new event once (§1.4).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventType, RivuletError, type CommittedEvent } from '@rivulet/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import type { AppendInput } from '../core/append-input.js';
+import type { SqlStorage } from '../ports/storage.js';
+import { StreamActor, type ActorDeps } from './actor.js';
+import { defaultEngineConfig } from './config.js';
+import { openSchema } from './schema.js';
+import { StreamStore } from './stream-store.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
+
+function sqlite(): SqliteStorage {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-actor-'));
+  const storage = new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'relaxed' });
+  cleanups.push(() => {
+    storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  openSchema(storage);
+  return storage;
+}
+
+async function memory(): Promise<MemoryStorage> {
+  const storage = await MemoryStorage.create();
+  cleanups.push(() => storage.close());
+  openSchema(storage);
+  return storage;
+}
+
+interface Committed {
+  path: string;
+  events: CommittedEvent[];
+  bytes: number;
+}
+
+function depsFor(storage: SqlStorage, committed: Committed[] = []): ActorDeps {
+  let now = Date.parse('2025-01-01T00:00:00.000Z');
+  let ids = 0;
+  return {
+    store: new StreamStore(storage),
+    clock: { now: () => now++ },
+    random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    config: defaultEngineConfig,
+    afterCommit: (actor, events, bytes) => committed.push({ path: actor.path, events: [...events], bytes }),
+  };
+}
+
+const x = (n: number, extra: Partial<AppendInput> = {}): AppendInput => ({ type: 'app/x', payload: { n }, ...extra });
+
+const offsets = (actor: StreamActor, includeEphemeral = true): number[] =>
+  actor.read({ afterOffset: 0, limit: 10_000, includeEphemeral }).events.map((e) => e.offset);
+
+/**
+ * Answers a function that makes the COMMIT of the current group fail, through a deferred foreign
+ * key (see storage.test.ts). The pragma is ignored inside a transaction, so the pending group
+ * (openSchema's) must commit first.
+ */
+async function armCommitFailure(storage: SqliteStorage): Promise<() => void> {
+  await storage.flush();
+  storage.db.pragma('foreign_keys = ON');
+  expect(storage.db.pragma('foreign_keys', { simple: true })).toBe(1);
+  storage.run(`CREATE TABLE IF NOT EXISTS parent (id INTEGER PRIMARY KEY)`);
+  storage.run(`CREATE TABLE IF NOT EXISTS child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`);
+  let n = 0;
+  return () => storage.transaction(() => storage.run(`INSERT INTO child (id, parent) VALUES (?, 999)`, ++n));
+}
+
+describe('StreamActor over SQLite with group commit', () => {
+  it('appends issued in one turn answer in order with dense offsets, after one shared commit', async () => {
+    const storage = sqlite();
+    const committed: Committed[] = [];
+    const actor = new StreamActor('p', '/s', depsFor(storage, committed));
+    const answers = await Promise.all([actor.append([x(1)], 'public'), actor.append([x(2), x(3)], 'public'), actor.append([x(4)], 'public')]);
+    expect(answers.map((events) => events.map((e) => e.offset))).toEqual([[2], [3, 4], [5]]);
+    expect(offsets(actor)).toEqual([1, 2, 3, 4, 5]);
+    // Post-commit work sees every new event exactly once, in order.
+    expect(committed.flatMap((c) => c.events.map((e) => e.offset))).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('never shows what is not committed yet: reads, the durable head and live readers wait for the commit', async () => {
+    const storage = sqlite();
+    const actor = new StreamActor('p', '/s', depsFor(storage));
+    await actor.append([x(1)], 'public');
+    const seen: number[] = [];
+    actor.watch({ onEvents: (events) => seen.push(...events.map((e) => e.offset)), onDestroyed: () => undefined });
+    const pending = actor.append([x(2), x(3)], 'public');
+    expect(actor.head).toBe(4);
+    expect(actor.durableHead).toBe(2);
+    expect(offsets(actor)).toEqual([1, 2]);
+    expect(actor.read({ afterOffset: 0, limit: 10, includeEphemeral: true }).streamMaxOffset).toBe(2);
+    expect(actor.runtimeState()!.streamMaxOffset).toBe(2);
+    expect(seen).toEqual([]);
+    await pending;
+    expect(actor.durableHead).toBe(4);
+    expect(offsets(actor)).toEqual([1, 2, 3, 4]);
+    expect(seen).toEqual([3, 4]);
+  });
+
+  it('a group that fails to commit answers UNAVAILABLE to its appends; the actor reloads and the offsets are reused', async () => {
+    const storage = sqlite();
+    const poison = await armCommitFailure(storage);
+    const committed: Committed[] = [];
+    const deps = depsFor(storage, committed);
+    const actor = new StreamActor('p', '/s', deps);
+    await actor.append([x(1, { idempotencyKey: 'first' })], 'public');
+    const before = { state: actor.coreState, head: actor.head, events: offsets(actor) };
+    const seen: number[] = [];
+    actor.watch({ onEvents: (events) => seen.push(...events.map((e) => e.offset)), onDestroyed: () => undefined });
+    committed.length = 0;
+
+    const failing = actor.append([x(2, { idempotencyKey: 'lost' }), x(3)], 'public');
+    poison();
+    const error = await failing.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RivuletError);
+    expect((error as RivuletError).code).toBe('UNAVAILABLE');
+    expect((error as RivuletError).message).toMatch(/not stored/);
+    expect(String((error as RivuletError).cause)).toMatch(/FOREIGN KEY/);
+    expect(storage.epoch).toBe(1);
+
+    // Nothing of the failed group is visible or was announced; the state is the stored one.
+    expect(seen).toEqual([]);
+    expect(committed).toEqual([]);
+    expect({ state: actor.coreState, head: actor.head, events: offsets(actor) }).toEqual(before);
+    expect(actor.durableHead).toBe(2);
+
+    // The next append takes the same offsets; the lost idempotency key was never stored.
+    const again = await actor.append([x(2, { idempotencyKey: 'lost' }), x(3)], 'public');
+    expect(again.map((e) => e.offset)).toEqual([3, 4]);
+    expect(seen).toEqual([3, 4]);
+    expect(new StreamActor('p', '/s', deps).coreState).toEqual(actor.coreState);
+  });
+
+  it('every stream of a failed group fails together, and each reloads', async () => {
+    const storage = sqlite();
+    const poison = await armCommitFailure(storage);
+    const deps = depsFor(storage);
+    const a = new StreamActor('p', '/a', deps);
+    const b = new StreamActor('p', '/b', deps);
+    await a.append([x(1)], 'public');
+    const results = await Promise.allSettled([a.append([x(2)], 'public'), b.append([x(1)], 'public'), Promise.resolve(poison())]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
+    expect(a.head).toBe(2);
+    expect(b.exists).toBe(false);
+    expect(b.head).toBe(0);
+    // b's next append still creates it at offset 1.
+    const [first] = await b.append([x(1)], 'public');
+    expect(first!.offset).toBe(2);
+    expect(offsets(b)).toEqual([1, 2]);
+  });
+});
+
+describe.each([
+  { name: 'MemoryStorage', open: memory },
+  { name: 'SqliteStorage', open: async () => sqlite() },
+])('StreamActor over $name', ({ open }) => {
+  it('idempotent repeats answer the stored event and trigger no post-commit work', async () => {
+    const committed: Committed[] = [];
+    const actor = new StreamActor(null, '/s', depsFor(await open(), committed));
+    const [stored] = await actor.append([x(1, { idempotencyKey: 'k' })], 'public');
+    const before = committed.length;
+    expect(await actor.append([{ type: 'app/x', idempotencyKey: 'k', payload: { n: 1 } }], 'public')).toEqual([stored]);
+    expect(committed.length).toBe(before);
+    expect(actor.head).toBe(2);
+  });
+
+  it('a rejected append writes nothing, also when it would have created the stream', async () => {
+    const storage = await open();
+    const deps = depsFor(storage);
+    const actor = new StreamActor(null, '/s', deps);
+    await expect(actor.append([x(1), x(2, { offset: 9 })], 'public')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(actor.exists).toBe(false);
+    expect(deps.store.find(null, '/s')).toBeUndefined();
+    expect(storage.exec(`SELECT count(*) AS n FROM events`)).toEqual([{ n: 0 }]);
+  });
+
+  it('destroy erases the lifetime; the next append starts a new one at offset 1 with another streamId', async () => {
+    const storage = await open();
+    const deps = depsFor(storage);
+    const actor = new StreamActor('p', '/s', deps);
+    await actor.append([x(1, { idempotencyKey: 'k' }), x(2, { ephemeral: true })], 'public');
+    const oldId = actor.coreState!.streamId;
+    let destroyed = 0;
+    actor.watch({ onEvents: () => undefined, onDestroyed: () => destroyed++ });
+    await expect(actor.destroy()).resolves.toBe(true);
+    expect(destroyed).toBe(1);
+    expect(actor.listenerCount).toBe(0);
+    expect(actor.exists).toBe(false);
+    expect(actor.coreState).toBeNull();
+    expect(actor.runtimeState()).toBeNull();
+    expect(actor.read({ afterOffset: 0, limit: 10, includeEphemeral: true })).toEqual({ streamId: null, streamMaxOffset: 0, events: [] });
+    expect(storage.exec(`SELECT count(*) AS n FROM events`)).toEqual([{ n: 0 }]);
+    await expect(actor.destroy()).resolves.toBe(false);
+
+    // The idempotency key of the old lifetime is forgotten.
+    const [again] = await actor.append([x(99, { idempotencyKey: 'k' })], 'public');
+    expect(again!.offset).toBe(2);
+    expect(actor.coreState!.streamId).not.toBe(oldId);
+    const created = actor.read({ afterOffset: 0, limit: 1, includeEphemeral: false }).events[0]!;
+    expect(created).toMatchObject({ type: EventType.created, offset: 1, payload: { streamId: actor.coreState!.streamId } });
+    expect(new StreamActor('p', '/s', deps).coreState).toEqual(actor.coreState);
+  });
+
+  it('a paused stream accepts platform facts and refuses copies', async () => {
+    const actor = new StreamActor('p', '/s', depsFor(await open()));
+    await actor.append([x(1), { type: EventType.paused, payload: { reason: 'm' } }], 'public');
+    await expect(actor.append([x(2)], 'public')).rejects.toMatchObject({ code: 'PRECONDITION_FAILED' });
+    await expect(actor.append([{ type: EventType.connectionOpened, payload: { key: 'c' } }], 'platform')).resolves.toHaveLength(1);
+    const hop = {
+      projectId: 'p',
+      path: '/src',
+      streamId: 'src',
+      streamCreatedAt: '2025-01-01T00:00:00.000Z',
+      offset: 2,
+      type: 'app/x',
+      createdAt: '2025-01-01T00:00:00.000Z',
+      subscriptionKey: 'k',
+      cursorChangedAtSourceOffset: 0,
+    };
+    await expect(actor.append([{ type: 'app/x', source: { copiedFrom: [hop] } }], 'platform')).rejects.toMatchObject({
+      code: 'PRECONDITION_FAILED',
+    });
+    expect(actor.head).toBe(4);
+  });
+
+  it('an actor loaded later (as after eviction) answers the same state, head and events', async () => {
+    const storage = await open();
+    const deps = depsFor(storage);
+    const actor = new StreamActor('p', '/s', deps);
+    await actor.append([x(1), x(2, { ephemeral: true }), { type: EventType.paused, payload: {} }], 'public');
+    const later = new StreamActor('p', '/s', deps);
+    expect(later.coreState).toEqual(actor.coreState);
+    expect(later.head).toBe(4);
+    expect(later.durableHead).toBe(4);
+    expect(offsets(later)).toEqual([1, 2, 3, 4]);
+    expect(offsets(later, false)).toEqual([1, 2, 4]);
+    await expect(later.append([x(3)], 'public')).rejects.toMatchObject({ code: 'PRECONDITION_FAILED' });
+  });
+});
