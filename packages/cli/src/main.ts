@@ -1,8 +1,23 @@
 /** The `rivulet` command line: one file per command under commands/. */
 import { processIO, UsageError, type Command, type CommandIO } from './command.js';
+import { appendCommand } from './commands/append.js';
+import { destroyCommand } from './commands/destroy.js';
+import { lsCommand } from './commands/ls.js';
+import { readCommand } from './commands/read.js';
+import { DEFAULT_URL } from './commands/remote.js';
 import { serveCommand } from './commands/serve.js';
+import { stateCommand } from './commands/state.js';
+import { tailCommand } from './commands/tail.js';
 
-export const commands: Command[] = [serveCommand];
+export const commands: Command[] = [
+  serveCommand,
+  appendCommand,
+  readCommand,
+  tailCommand,
+  stateCommand,
+  lsCommand,
+  destroyCommand,
+];
 
 function help(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
@@ -12,6 +27,8 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
+    `Every command but serve talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
+    'with --token / RIVULET_TOKEN and --project / RIVULET_PROJECT, and prints JSON with --json.',
     'Run "rivulet <command> --help" for the options of one command.',
   ].join('\n');
 }

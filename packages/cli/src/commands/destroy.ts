@@ -1,0 +1,37 @@
+/**
+ * `rivulet destroy`: erase a stream and every event of it (API.md §3 DELETE). Irreversible, so it
+ * asks for --yes every time rather than guessing whether someone is there to answer a prompt.
+ */
+import { parse, UsageError, type Command } from '../command.js';
+import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, type RemoteIO } from './remote.js';
+
+const usage = `Usage: rivulet destroy PATH --yes
+
+Erases the stream at PATH: every event, its state and its subscriptions. Open tails end. The next
+append starts a new stream (a new stream id, offsets from 1 again). This cannot be undone.
+
+Options:
+  --yes            confirm; nothing is erased without it
+
+${connectionUsage}`;
+
+export const destroyCommand: Command = {
+  name: 'destroy',
+  summary: 'erase a stream and all of its events',
+  usage,
+  async run(argv, io: RemoteIO) {
+    const { values, positionals } = parse(argv, { ...connectionOptions, yes: { type: 'boolean' } });
+    if (values.help) {
+      io.out(usage);
+      return 0;
+    }
+    const [path] = expectPositionals(positionals, ['PATH']) as [string];
+    if (!values.yes) throw new UsageError(`refusing to destroy ${path} without --yes (it erases every event)`);
+    const client = clientFrom(values, io.env);
+    return reportErrors('destroy', io, async () => {
+      const answer = await client.destroy(path);
+      io.out(values.json ? JSON.stringify(answer) : `destroyed ${path}`);
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,89 @@
+/**
+ * `rivulet read`: one page of committed events, or with --all every page up to the head
+ * (API.md §3 GET /v1/streams/{path}). Human output streams page by page; --json prints one
+ * document shaped like the HTTP answer (with --all: every event, the head of the last page).
+ */
+import type { ReadOptions, ReadResponse } from '@rivulet/client';
+import { intOption, parse, type Command } from '../command.js';
+import { eventLines } from './format.js';
+import {
+  clientFrom,
+  connectionOptions,
+  connectionUsage,
+  expectPositionals,
+  reportErrors,
+  typesOption,
+  type RemoteIO,
+} from './remote.js';
+
+const usage = `Usage: rivulet read PATH [--after N] [--before N] [--limit N] [--types a,b] [--ephemeral] [--all]
+
+Prints committed events of the stream at PATH as "offset  time  type  payload" lines. A stream that
+does not exist reads as empty (and is not created).
+
+Options:
+  --after N        only events after offset N (default 0)
+  --before N       only events before offset N
+  --limit N        events per request, 1–500 (default 500)
+  --types a,b      only these event types
+  --ephemeral      include ephemeral events still retained
+  --all            read page after page up to the head instead of one page
+
+${connectionUsage}`;
+
+export const readCommand: Command = {
+  name: 'read',
+  summary: 'print the events of a stream',
+  usage,
+  async run(argv, io: RemoteIO) {
+    const { values, positionals } = parse(argv, {
+      ...connectionOptions,
+      after: { type: 'string' },
+      before: { type: 'string' },
+      limit: { type: 'string' },
+      types: { type: 'string' },
+      ephemeral: { type: 'boolean' },
+      all: { type: 'boolean' },
+    });
+    if (values.help) {
+      io.out(usage);
+      return 0;
+    }
+    const [path] = expectPositionals(positionals, ['PATH']) as [string];
+    const options: ReadOptions = {
+      afterOffset: intOption('--after', values.after, 0),
+      beforeOffset: values.before === undefined ? undefined : intOption('--before', values.before, 0, 1),
+      limit: values.limit === undefined ? undefined : intOption('--limit', values.limit, 0, 1),
+      eventTypes: typesOption(values.types),
+      includeEphemeral: values.ephemeral === true,
+    };
+    const client = clientFrom(values, io.env);
+    return reportErrors('read', io, async () => {
+      const pages = values.all ? client.readPages(path, options) : [await client.getEvents(path, options)];
+      let document: ReadResponse | undefined;
+      let count = 0;
+      for await (const page of pages) {
+        count += page.events.length;
+        if (values.json) {
+          document = document ? { ...page, streamId: document.streamId, events: [...document.events, ...page.events] } : page;
+        } else if (page.events.length > 0) {
+          io.out(eventLines(page.events).join('\n'));
+        }
+        document ??= page;
+        if (!values.all && !values.json) hintMore(io, path, page, options);
+      }
+      if (values.json) io.out(JSON.stringify(document));
+      else if (count === 0) io.err(document?.streamId === null ? `stream ${path} does not exist` : 'no events');
+      return 0;
+    });
+  },
+};
+
+/** Tells a person that one page was not the whole answer. */
+function hintMore(io: RemoteIO, path: string, page: ReadResponse, options: ReadOptions): void {
+  const last = page.events.at(-1);
+  if (!last || page.events.length < (options.limit ?? 500)) return;
+  const end = options.beforeOffset === undefined ? page.streamMaxOffset : Math.min(page.streamMaxOffset, options.beforeOffset - 1);
+  if (last.offset >= end) return;
+  io.err(`more events follow: rivulet read ${path} --after ${last.offset} (or --all)`);
+}

@@ -1,0 +1,183 @@
+/**
+ * The typed SDK over the HTTP interface (API.md §3): one method per route, plus page-following
+ * iterators. Paths are canonicalised client-side (so "a/b" and "/a/b" name the same stream and a
+ * bad path fails before any request); every failure is a RivuletError (errors.ts). The client holds
+ * no state between calls beyond its options, so one instance may be shared freely.
+ */
+import {
+  Limits,
+  RivuletError,
+  type AppendResponse,
+  type CommittedEvent,
+  type EventInput,
+  type ListResponse,
+  type ReadResponse,
+  type StreamListEntry,
+  type StreamStateResponse,
+} from '@rivulet/contract';
+import { HttpClient, type FetchLike } from './http.js';
+import { tailEvents, type TailOptions } from './tail.js';
+import { apiUrl, streamUrl } from './urls.js';
+
+export interface ClientOptions {
+  /** Base URL of the server, e.g. "http://127.0.0.1:7420" (a path prefix is kept). */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token?: string | undefined;
+  /** Sent as `X-Project-Id` (an admin token acting for one project). */
+  projectId?: string | undefined;
+  /** Defaults to the global fetch. */
+  fetch?: FetchLike | undefined;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/** An event to append; `source` is platform-authored and refused from public callers. */
+export type AppendEvent = Omit<EventInput, 'source'>;
+
+export interface ReadOptions extends CallOptions {
+  /** Exclusive lower bound (default 0). */
+  afterOffset?: number | undefined;
+  /** Exclusive upper bound. */
+  beforeOffset?: number | undefined;
+  /** Page size, 1–500 (default 500). */
+  limit?: number | undefined;
+  eventTypes?: readonly string[] | undefined;
+  includeEphemeral?: boolean | undefined;
+}
+
+export interface ListOptions extends CallOptions {
+  /** Only streams at or below this path. */
+  prefix?: string | undefined;
+  /** Exclusive start path, from a previous page's `nextAfter`. */
+  after?: string | undefined;
+  limit?: number | undefined;
+}
+
+export interface DestroyResponse {
+  destroyed: boolean;
+}
+
+export interface RivuletClient {
+  readonly url: string;
+  /** Appends one event, or an array atomically; answers the committed events in input order. */
+  append(path: string, events: AppendEvent | readonly AppendEvent[], options?: CallOptions): Promise<CommittedEvent[]>;
+  /** One page of committed events. A stream that does not exist reads as empty and is not created. */
+  getEvents(path: string, options?: ReadOptions): Promise<ReadResponse>;
+  /** Every page from `afterOffset` to the head (or `beforeOffset`); `limit` is the page size. */
+  readPages(path: string, options?: ReadOptions): AsyncIterable<ReadResponse>;
+  /** Every event from `afterOffset` to the head (or `beforeOffset`), fetched page by page. */
+  readAll(path: string, options?: ReadOptions): AsyncIterable<CommittedEvent>;
+  /** Durable replay, then live events, over SSE, reconnecting as needed (tail.ts). */
+  tail(path: string, options?: TailOptions): AsyncIterable<CommittedEvent>;
+  state(path: string, options?: CallOptions): Promise<StreamStateResponse>;
+  list(options?: ListOptions): Promise<ListResponse>;
+  /** Every stream below `prefix`, following `nextAfter` page by page. */
+  listAll(options?: ListOptions): AsyncIterable<StreamListEntry>;
+  destroy(path: string, options?: CallOptions): Promise<DestroyResponse>;
+  health(options?: CallOptions): Promise<{ ok: true }>;
+  /** The server's OpenAPI 3.1 document. */
+  openapi(options?: CallOptions): Promise<Record<string, unknown>>;
+  /** The Prometheus text of /metrics. */
+  metrics(options?: CallOptions): Promise<string>;
+}
+
+function checkBaseUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RivuletError('INVALID_INPUT', `server URL "${url}" is not a valid URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new RivuletError('INVALID_INPUT', `server URL "${url}" must use http: or https:`);
+  }
+  return url;
+}
+
+function readQuery(options: ReadOptions) {
+  return {
+    afterOffset: options.afterOffset,
+    beforeOffset: options.beforeOffset,
+    limit: options.limit,
+    eventTypes: options.eventTypes,
+    includeEphemeral: options.includeEphemeral,
+  };
+}
+
+export function createClient(options: ClientOptions): RivuletClient {
+  const base = checkBaseUrl(options.url);
+  const http = new HttpClient(options);
+  const signalOf = (o: CallOptions | undefined) => ({ signal: o?.signal });
+
+  const getEvents = (path: string, o: ReadOptions = {}) =>
+    http.json<ReadResponse>('GET', streamUrl(base, path, { query: readQuery(o) }), signalOf(o));
+
+  async function* readPages(path: string, o: ReadOptions = {}): AsyncGenerator<ReadResponse> {
+    const pageSize = o.limit ?? Limits.readPageMax;
+    const end = o.beforeOffset === undefined ? Number.POSITIVE_INFINITY : o.beforeOffset - 1;
+    let afterOffset = o.afterOffset ?? 0;
+    let streamId: string | null | undefined;
+    for (;;) {
+      const page = await getEvents(path, { ...o, afterOffset, limit: pageSize });
+      if (streamId !== undefined && page.streamId !== streamId) {
+        throw new RivuletError('CONFLICT', `stream ${path} was destroyed while it was being read`, {
+          streamId,
+          newStreamId: page.streamId,
+        });
+      }
+      streamId = page.streamId;
+      yield page;
+      const last = page.events.at(-1);
+      if (!last || page.events.length < pageSize) return;
+      afterOffset = last.offset;
+      if (afterOffset >= Math.min(end, page.streamMaxOffset)) return;
+    }
+  }
+
+  async function* readAll(path: string, o: ReadOptions = {}): AsyncGenerator<CommittedEvent> {
+    for await (const page of readPages(path, o)) yield* page.events;
+  }
+
+  const list = (o: ListOptions = {}) =>
+    http.json<ListResponse>(
+      'GET',
+      apiUrl(base, '/v1/streams', { prefix: o.prefix, after: o.after, limit: o.limit }),
+      signalOf(o),
+    );
+
+  async function* listAll(o: ListOptions = {}): AsyncGenerator<StreamListEntry> {
+    let after = o.after;
+    for (;;) {
+      const page = await list({ ...o, after });
+      yield* page.streams;
+      if (page.nextAfter === undefined || page.nextAfter === after) return;
+      after = page.nextAfter;
+    }
+  }
+
+  return {
+    url: base,
+    async append(path, events, o) {
+      const url = streamUrl(base, path);
+      const response = await http.json<AppendResponse>('POST', url, { body: events, ...signalOf(o) });
+      return response.events;
+    },
+    getEvents,
+    readPages,
+    readAll,
+    async *tail(path, o = {}) {
+      const url = streamUrl(base, path, { query: { live: 'sse', afterOffset: o.afterOffset, eventTypes: o.eventTypes } });
+      yield* tailEvents(http, url, o);
+    },
+    state: (path, o) => http.json<StreamStateResponse>('GET', streamUrl(base, path, { method: 'state' }), signalOf(o)),
+    list,
+    listAll,
+    destroy: (path, o) => http.json<DestroyResponse>('DELETE', streamUrl(base, path), signalOf(o)),
+    health: (o) => http.json<{ ok: true }>('GET', apiUrl(base, '/healthz'), signalOf(o)),
+    openapi: (o) => http.json<Record<string, unknown>>('GET', apiUrl(base, '/v1/openapi.json'), signalOf(o)),
+    metrics: (o) => http.text('GET', apiUrl(base, '/metrics'), signalOf(o)),
+  };
+}
