@@ -12,7 +12,10 @@
  * - Ephemeral events are live-only (SEMANTICS §9.6): one appended while the tail is disconnected
  *   is not replayed after the reconnect; durable events always are.
  * - `event: destroyed` ends the iteration (after calling `onDestroyed`): the stream's lifetime is
- *   over, and the offsets of its next lifetime start again from 1.
+ *   over, and the offsets of its next lifetime start again from 1. The tail learns the lifetime
+ *   from the server's `event: stream` frame (or the created event) and reconnects with
+ *   `expectedStreamId`, so a stream destroyed and recreated while the tail was disconnected ends
+ *   the tail instead of silently skipping the new lifetime's first offsets.
  * - The caller's abort signal ends the iteration quietly; leaving the loop early closes the
  *   connection.
  */
@@ -88,12 +91,28 @@ function parseEvent(data: string): CommittedEvent {
   throw new RivuletError('INTERNAL', 'the server sent an SSE event that is not a committed event', { data: data.slice(0, 200) });
 }
 
+function parseOpened(data: string): string | null {
+  try {
+    const opened = JSON.parse(data) as { streamId?: unknown };
+    return typeof opened.streamId === 'string' ? opened.streamId : null;
+  } catch {
+    return null;
+  }
+}
+
+function withExpectedStreamId(url: string, streamId: string): string {
+  const u = new URL(url);
+  u.searchParams.set('expectedStreamId', streamId);
+  return u.toString();
+}
+
 export async function* tailEvents(http: HttpClient, url: string, options: TailOptions = {}): AsyncGenerator<CommittedEvent> {
   const { signal } = options;
   const initialDelay = options.reconnect?.initialDelayMs ?? 100;
   const maxDelay = options.reconnect?.maxDelayMs ?? 5000;
   const maxAttempts = options.reconnect?.maxAttempts ?? Number.POSITIVE_INFINITY;
   let lastOffset = options.afterOffset ?? 0;
+  let streamId: string | null = null;
   let connectedOnce = false;
   let failures = 0;
 
@@ -108,7 +127,8 @@ export async function* tailEvents(http: HttpClient, url: string, options: TailOp
       if (connectedOnce) headers['last-event-id'] = String(lastOffset);
       let response: Response;
       try {
-        response = await http.send('GET', url, { headers, signal: connection.signal });
+        const target = connectedOnce && streamId !== null ? withExpectedStreamId(url, streamId) : url;
+        response = await http.send('GET', target, { headers, signal: connection.signal });
       } catch (error) {
         if (signal?.aborted) return;
         const rivuletError = asRivuletError(error);
@@ -129,8 +149,13 @@ export async function* tailEvents(http: HttpClient, url: string, options: TailOp
             end = { kind: 'destroyed' };
             break;
           }
+          if (message.event === 'stream') {
+            streamId = parseOpened(message.data) ?? streamId;
+            continue;
+          }
           if (message.event !== 'event') continue;
           const event = parseEvent(message.data);
+          if (event.offset === 1 && typeof event.payload?.streamId === 'string') streamId = event.payload.streamId;
           if (signal?.aborted) return;
           if (event.offset <= lastOffset) continue;
           lastOffset = event.offset;

@@ -162,4 +162,33 @@ describe('tail', () => {
     expect(lastEventIds.length).toBeGreaterThan(1);
     expect(lastEventIds.slice(1).every((id) => id === '3')).toBe(true);
   });
+
+  it('ends with onDestroyed when the stream was destroyed and recreated while it was disconnected', async () => {
+    await client.append('/relife', [{ type: 'a' }, { type: 'b' }, { type: 'c' }, { type: 'd' }]);
+    const { fetch: recording } = recordingFetch();
+    let resolveDropped: () => void = () => undefined;
+    const dropped = new Promise<void>((resolve) => {
+      resolveDropped = resolve;
+    });
+    let destroyed = 0;
+    const tail = collect(
+      createClient({ url: t.url, fetch: recording }).tail('/relife', {
+        reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+        onReconnect: () => resolveDropped(),
+        onDestroyed: () => destroyed++,
+      }),
+    );
+    await tail.until(5);
+    await t.stop();
+    await dropped;
+    // After the restart the stream is destroyed and recreated with more events than the old head.
+    // Whenever the tail reconnects, it must not read the new lifetime from its old cursor (offset 5):
+    // it ends with onDestroyed either way.
+    await t.restart();
+    await client.destroy('/relife');
+    await client.append('/relife', Array.from({ length: 8 }, (_, i) => ({ type: `new-${i}` })));
+    await tail.done;
+    expect(offsets(tail.items)).toEqual(range(1, 5));
+    expect(destroyed).toBe(1);
+  });
 });

@@ -22,6 +22,12 @@ export const ReadQuerySchema = z.strictObject({
   eventTypes: z.string().min(1).max(16_384).optional(),
   includeEphemeral: z.enum(['true', 'false']).optional(),
   live: z.literal('sse', { error: 'live must be "sse"' }).optional(),
+  expectedStreamId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .meta({ description: 'live=sse only: the lifetime the cursor belongs to; another lifetime answers event: destroyed' }),
 });
 
 export const ListQuerySchema = z.strictObject({

@@ -1,6 +1,5 @@
 /** `rivulet serve`: start the server on embedded SQLite (API.md §1, §7). */
 import { Defaults } from '@rivulet/contract';
-import { startNodeServer } from '@rivulet/server/node';
 import { boolOption, intOption, parse, UsageError, type Command } from '../command.js';
 
 const usage = `Usage: rivulet serve [options]
@@ -56,6 +55,8 @@ export const serveCommand: Command = {
     }
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
     const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
+    // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
+    const { startNodeServer } = await import('@rivulet/server/node');
     const server = await startNodeServer({
       port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
       host: pick('host', 'RIVULET_HOST') ?? Defaults.host,

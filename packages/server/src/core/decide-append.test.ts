@@ -210,6 +210,17 @@ describe('decideAppend: idempotency (SEMANTICS §1.4)', () => {
     s.rejects([x(1, { idempotencyKey: 'd' }), x(2, { idempotencyKey: 'd' })], 'CONFLICT', /events\[1\]: idempotency key "d"/);
   });
 
+  it('a platform identity key names one source fact: its repeat answers the stored event whatever the body', () => {
+    const s = new Stream();
+    const [stored] = s.append([x(1, { idempotencyKey: 'rivulet-internal/copy:1' })], 'platform');
+    // A transform may have produced another body on redelivery (SEMANTICS §8).
+    expect(s.append([x(2, { idempotencyKey: 'rivulet-internal/copy:1' })], 'platform')).toEqual([stored]);
+    // Only platform-authored internal keys get this: other keys, or the same key from a public caller, conflict.
+    s.append([x(1, { idempotencyKey: 'plain' })], 'platform');
+    s.rejects([x(2, { idempotencyKey: 'plain' })], 'CONFLICT', undefined, 'platform');
+    s.rejects([x(2, { idempotencyKey: 'rivulet-internal/copy:1' })], 'CONFLICT', undefined, 'public');
+  });
+
   it('keys are compared exactly', () => {
     const s = new Stream();
     s.append([x(1, { idempotencyKey: 'k' })]);

@@ -236,6 +236,27 @@ describe.each([
     expect(actor.head).toBe(4);
   });
 
+  it('ephemeral events past retention leave reads, then storage; their offsets are never reused', async () => {
+    const storage = await open();
+    let now = Date.parse('2025-01-01T00:00:00.000Z');
+    const deps: ActorDeps = {
+      ...depsFor(storage),
+      clock: { now: () => now },
+      config: { ...defaultEngineConfig, ephemeralRetentionMs: 1000 },
+    };
+    const actor = new StreamActor('p', '/s', deps);
+    await actor.append([x(1, { ephemeral: true }), x(2)], 'public');
+    expect(offsets(actor)).toEqual([1, 2, 3]);
+    now += 1001;
+    expect(offsets(actor)).toEqual([1, 3]);
+    expect(offsets(actor, false)).toEqual([1, 3]);
+    now += 20_000;
+    const [next] = await actor.append([x(3, { ephemeral: true })], 'public');
+    expect(next!.offset).toBe(4);
+    expect(storage.exec(`SELECT ofs FROM events WHERE ephemeral = 1`)).toEqual([{ ofs: 4 }]);
+    expect(offsets(actor)).toEqual([1, 3, 4]);
+  });
+
   it('an actor loaded later (as after eviction) answers the same state, head and events', async () => {
     const storage = await open();
     const deps = depsFor(storage);

@@ -101,12 +101,17 @@ class Reader {
   /** next() calls not answered yet. */
   waiting = 0;
 
-  /** The first call starts the generator, which registers its live listener synchronously. */
-  next(): Promise<IteratorResult<TailItem>> {
+  /**
+   * The next `events` or `destroyed` item (other kinds, such as an opening notice, are recorded in
+   * `items` and passed over). The first call starts the generator, which registers its live
+   * listener synchronously.
+   */
+  async next(): Promise<IteratorResult<TailItem>> {
     this.waiting++;
-    return this.iterator.next().then((result) => {
-      this.waiting--;
-      if (!result.done) {
+    try {
+      for (;;) {
+        const result = await this.iterator.next();
+        if (result.done) return result;
         this.items.push(result.value);
         if (result.value.kind === 'events') {
           for (const e of result.value.events) {
@@ -114,10 +119,13 @@ class Reader {
             expect(event.offset).toBe(e.offset);
             this.parsed.push(event);
           }
+          return result;
         }
+        if (result.value.kind === 'destroyed') return result;
       }
-      return result;
-    });
+    } finally {
+      this.waiting--;
+    }
   }
 
   /** The next item, failing if none comes in time. */

@@ -12,10 +12,18 @@ import type { CommittedEvent } from '@rivulet/contract';
 import type { StreamActor } from './actor.js';
 import type { RawEvent } from './stream-store.js';
 
-export type TailItem = { kind: 'events'; events: RawEvent[] } | { kind: 'destroyed' };
+export type TailItem =
+  | { kind: 'opened'; streamId: string | null; streamMaxOffset: number }
+  | { kind: 'events'; events: RawEvent[] }
+  | { kind: 'destroyed' };
 
 export interface TailOptions {
   afterOffset: number;
+  /**
+   * The lifetime the reader's cursor belongs to: when the stream now has another (or none), the
+   * cursor means nothing here and the tail answers `destroyed` at once instead of skipping events.
+   */
+  expectedStreamId?: string | undefined;
   eventTypes?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
   maxBuffered?: number;
@@ -70,6 +78,12 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
   }
 
   try {
+    const streamId = actor.coreState?.streamId ?? null;
+    if (options.expectedStreamId !== undefined && options.expectedStreamId !== streamId) {
+      yield { kind: 'destroyed' };
+      return;
+    }
+    yield { kind: 'opened', streamId, streamMaxOffset: watch.head };
     yield* replay(watch.head);
     while (!signal?.aborted) {
       if (destroyed) {

@@ -1,7 +1,9 @@
 /**
  * Server-sent events for a stream tail (API.md §3 `?live=sse`, SEMANTICS §9.6): one `event: event`
- * frame per committed event with `id:` = offset; `event: destroyed` when the stream is destroyed,
- * then the response ends; a comment line every 15 s keeps idle connections open through proxies.
+ * frame per committed event with `id:` = offset; first an `event: stream` frame naming the lifetime
+ * (`{streamId, streamMaxOffset}`, streamId null while the stream does not exist); `event:
+ * destroyed` when the stream is destroyed (or is not the `expectedStreamId` lifetime), then the
+ * response ends; a comment line every 15 s keeps idle connections open through proxies.
  */
 import type { TailItem } from '../engine/tail.js';
 
@@ -46,6 +48,11 @@ export function sseResponse(
           return;
         }
         const item = next.value;
+        if (item.kind === 'opened') {
+          const data = JSON.stringify({ streamId: item.streamId, streamMaxOffset: item.streamMaxOffset });
+          controller.enqueue(encoder.encode(`event: stream\ndata: ${data}\n\n`));
+          return;
+        }
         if (item.kind === 'destroyed') {
           controller.enqueue(encoder.encode('event: destroyed\ndata: {}\n\n'));
           close();

@@ -131,11 +131,14 @@ export async function handleStreamRequest(
     case 'HEAD': {
       const q = parseOrThrow(ReadQuerySchema, queryObject(url), 'query');
       const eventTypes = splitTypes(q.eventTypes);
+      if (q.expectedStreamId !== undefined && q.live !== 'sse') {
+        throw new RivuletError('INVALID_INPUT', 'expectedStreamId is a parameter of live=sse');
+      }
       if (q.live === 'sse') {
         if (q.beforeOffset !== undefined || q.limit !== undefined || q.includeEphemeral !== undefined) {
           throw new RivuletError(
             'INVALID_INPUT',
-            'live=sse takes only afterOffset and eventTypes (live readers get ephemeral events appended while they are open)',
+            'live=sse takes only afterOffset, eventTypes and expectedStreamId (live readers get ephemeral events appended while they are open)',
           );
         }
         const lastEventId = request.headers.get('last-event-id');
@@ -147,7 +150,8 @@ export async function handleStreamRequest(
           afterOffset = Number(lastEventId.trim());
         }
         return sseResponse(
-          (signal) => service.tail(projectId, address.path, { afterOffset, eventTypes, signal }),
+          (signal) =>
+            service.tail(projectId, address.path, { afterOffset, eventTypes, signal, expectedStreamId: q.expectedStreamId }),
           options.sse,
         );
       }

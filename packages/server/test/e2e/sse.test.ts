@@ -191,7 +191,7 @@ describe('S10 SSE replay then live', () => {
     expectError(
       await api.request('GET', `${route}${queryString({ live: 'sse', limit: 5 })}`),
       'INVALID_INPUT',
-      'live=sse takes only afterOffset and eventTypes',
+      'live=sse takes only afterOffset, eventTypes and expectedStreamId',
     );
     expectError(
       await api.request('GET', `${route}${queryString({ live: 'sse' })}`, { headers: { 'last-event-id': 'abc' } }),
@@ -205,6 +205,44 @@ describe('S10 SSE replay then live', () => {
     );
     expectError(await api.request('GET', `${route}${queryString({ live: 'ws' })}`), 'INVALID_INPUT', 'live must be "sse"');
     expect(await api.read('/s10/bad')).toEqual({ streamId: null, streamMaxOffset: 0, events: [] });
+  });
+});
+
+describe('SSE lifetimes (protocol §5.2)', () => {
+  it('the first frame names the lifetime; expectedStreamId of another lifetime answers destroyed at once', async () => {
+    const path = '/s10/lifetime';
+    const before = await openTail(api, path);
+    try {
+      expect(before.stream).toEqual({ streamId: null, streamMaxOffset: 0 });
+    } finally {
+      before.close();
+    }
+    await api.append(path, [{ type: 'a' }, { type: 'b' }]);
+    const { streamId } = await api.read(path);
+    const same = await openTail(api, path, { expectedStreamId: streamId! }, { 'last-event-id': '2' });
+    try {
+      expect(same.stream).toEqual({ streamId, streamMaxOffset: 3 });
+      expect((await same.events(1)).map((e) => [e.offset, e.type])).toEqual([[3, 'b']]);
+    } finally {
+      same.close();
+    }
+    await api.request('DELETE', streamRoute(path));
+    await api.append(path, { type: 'new-lifetime' });
+    // The old cursor (offset 3) means nothing in the new lifetime: the tail must not resume at 4.
+    const stale = await openTail(api, path, { expectedStreamId: streamId! }, { 'last-event-id': '3' });
+    try {
+      expect(stale.stream).toBeUndefined();
+      const frame = await stale.next();
+      expect(frame?.event).toBe('destroyed');
+      expect(await stale.next()).toBeNull();
+    } finally {
+      stale.close();
+    }
+    expectError(
+      await api.request('GET', `${streamRoute(path)}${queryString({ expectedStreamId: streamId! })}`),
+      'INVALID_INPUT',
+      'expectedStreamId is a parameter of live=sse',
+    );
   });
 });
 

@@ -24,6 +24,8 @@ export class SseReader {
   private firstBytes!: () => void;
   /** Resolves when the first bytes of the body (comment or frame) arrived. */
   readonly opened: Promise<void>;
+  /** The `event: stream` frame the server sends first: the lifetime this tail reads. */
+  stream: { streamId: string | null; streamMaxOffset: number } | undefined;
 
   private constructor(
     readonly url: string,
@@ -55,6 +57,11 @@ export class SseReader {
     } finally {
       clearTimeout(timer);
     }
+    // The first frame names the lifetime (protocol §5.2); a tail refused for another lifetime
+    // starts with `event: destroyed` instead, which stays queued for the test to read.
+    const first = await reader.next();
+    if (first?.event === 'stream') reader.stream = JSON.parse(first.data) as SseReader['stream'];
+    else if (first) reader.frames.unshift(first);
     return reader;
   }
 
