@@ -64,7 +64,9 @@ export function checkInput(input: EventInput, authority: Authority, index = 0): 
     }
     const schema = controlPayloadSchemas[input.type];
     if (schema && authority === 'public') {
-      out.payload = parseOrThrow(schema as z.ZodType, input.payload ?? {}, `${where}.payload`) as JsonObject;
+      const parsed = parseOrThrow(schema as z.ZodType, input.payload ?? {}, `${where}.payload`) as JsonObject;
+      // An omitted payload stays omitted (SEMANTICS §9.9) unless its schema fills in a default.
+      if (input.payload !== undefined || Object.keys(parsed).length > 0) out.payload = parsed;
     } else if (input.payload !== undefined) out.payload = input.payload;
   } else if (input.payload !== undefined) out.payload = input.payload;
   if (input.metadata !== undefined) out.metadata = input.metadata;

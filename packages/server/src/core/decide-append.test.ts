@@ -389,19 +389,19 @@ describe('decideAppend: core state byte limit (SEMANTICS §2.5)', () => {
 });
 
 describe('decideAppend: control rules hook', () => {
-  it('checkControl sees the input, the state and the head, and its answer is what is committed', () => {
+  it('checkControl sees the normalised input, the state and the head; the normalised input is what is committed', () => {
     const s = new Stream();
     s.append([x(0)]);
-    const seen: Array<[string, number, number]> = [];
+    const seen: Array<[string, number, number, unknown]> = [];
     const results = s.append([x(1), x(2)], 'public', {
+      normalizeControl: (input) => ({ ...input, metadata: { checked: true } }),
       checkControl: (input, state, head) => {
-        seen.push([input.type, state.eventCount, head]);
-        return { ...input, metadata: { checked: true } };
+        seen.push([input.type, state.eventCount, head, input.metadata]);
       },
     });
     expect(seen).toEqual([
-      ['app/x', 2, 2],
-      ['app/x', 3, 3],
+      ['app/x', 2, 2, { checked: true }],
+      ['app/x', 3, 3, { checked: true }],
     ]);
     expect(results.map((e) => e.metadata)).toEqual([{ checked: true }, { checked: true }]);
   });
@@ -412,7 +412,6 @@ describe('decideAppend: control rules hook', () => {
     s.rejects([x(1), x(2)], 'NOT_FOUND', /no such key/, 'public', {
       checkControl: (input) => {
         if ((input.payload as { n: number }).n === 2) throw new RivuletError('NOT_FOUND', 'no such key');
-        return input;
       },
     });
   });

@@ -35,8 +35,10 @@ export interface DecideEnv {
   maxCoreStateBytes: number;
   newStreamId(): string;
   lookupIdempotent(key: string): CommittedEvent | undefined;
+  /** Stateless normalisation of control events, before idempotent repeats are compared. */
+  normalizeControl?(input: AppendInput): AppendInput;
   /** Stateful rules of control events (subscriptions); throws a typed rejection. */
-  checkControl?(input: AppendInput, state: CoreState, head: number): AppendInput;
+  checkControl?(input: AppendInput, state: CoreState, head: number): void;
 }
 
 export interface FreshEvent {
@@ -103,8 +105,9 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     commit({ type: EventType.created, payload: { projectId: env.projectId, path: env.path, streamId } });
   }
 
-  inputs.forEach((input, index) => {
+  inputs.forEach((raw, index) => {
     const where = `events[${index}]`;
+    const input = env.normalizeControl ? env.normalizeControl(raw) : raw;
     if (input.idempotencyKey !== undefined) {
       const stored = inBatch.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
       if (stored) {
@@ -138,15 +141,15 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
         { paused: true, pauseReason: current.pauseReason },
       );
     }
-    const checked = env.checkControl ? env.checkControl(input, current, head) : input;
-    if (checked.offset !== undefined && checked.offset !== head + 1) {
+    env.checkControl?.(input, current, head);
+    if (input.offset !== undefined && input.offset !== head + 1) {
       throw new RivuletError(
         'CONFLICT',
-        `${where}: offset assertion failed: expected offset ${checked.offset}, but the next offset is ${head + 1}`,
-        { expected: checked.offset, actual: head + 1 },
+        `${where}: offset assertion failed: expected offset ${input.offset}, but the next offset is ${head + 1}`,
+        { expected: input.offset, actual: head + 1 },
       );
     }
-    const event = commit(checked);
+    const event = commit(input);
     if (event.idempotencyKey !== undefined) inBatch.set(event.idempotencyKey, event);
     results.push(event);
   });

@@ -127,19 +127,23 @@ function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreSt
     lastEventReceivedAt: receivedAt,
   };
   let nextBySourcePath = { ...bySourcePath, [hop.path]: { ...forPath, [hop.subscriptionKey]: record } };
-  if (!previous) nextBySourcePath = evictOldestInbound(nextBySourcePath);
+  if (!previous) nextBySourcePath = evictOldestInbound(nextBySourcePath, hop.path, hop.subscriptionKey);
   return { ...state, subscriptions: { ...state.subscriptions, inbound: { bySourcePath: nextBySourcePath } } };
 }
 
 /** At most Limits.inboundRecordsMax records per receiver; the least recently received goes (SEMANTICS §3). */
 function evictOldestInbound(
   bySourcePath: Record<string, Record<string, InboundRecord>>,
+  keepPath: string,
+  keepKey: string,
 ): Record<string, Record<string, InboundRecord>> {
   let count = 0;
   let oldest: { path: string; key: string; at: string } | undefined;
   for (const [path, byKey] of Object.entries(bySourcePath)) {
     for (const [key, record] of Object.entries(byKey)) {
       count++;
+      // The record just received is never the one evicted (its fence is the one in use).
+      if (path === keepPath && key === keepKey) continue;
       const at = record.lastEventReceivedAt ?? '';
       if (!oldest || at < oldest.at || (at === oldest.at && (path < oldest.path || (path === oldest.path && key < oldest.key)))) {
         oldest = { path, key, at };

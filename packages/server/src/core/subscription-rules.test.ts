@@ -60,8 +60,12 @@ const configure = (payload: Omit<SubscriptionConfiguredPayload, 'receiver'> & { 
 });
 const control = (type: string, payload: JsonObject): AppendInput => ({ type, payload });
 
+/** As decideAppend applies the rules: normalise (stateless), then check against the state; answers what is committed. */
 function check(input: AppendInput, state: CoreState = stateWith(), head = 10, context: ControlRulesContext = ctx()): AppendInput {
-  return createControlRules(context)(input, state, head);
+  const rules = createControlRules(context);
+  const normalized = rules.normalize(input);
+  rules.check(normalized, state, head);
+  return normalized;
 }
 
 function rejected(fn: () => unknown, code: ErrorCode, message: RegExp | string): RivuletError {
@@ -270,6 +274,38 @@ describe('configure: copy-to-stream paths and bounds', () => {
     expect(() => check(configure({ subscriptionKey: 'c3', receiver: copyTo('/r', { delivery: { start: 'now', onFailingEvent: 'halt' } } as Partial<Receiver>) }), full)).not.toThrow();
     expect(() => check(configure({ subscriptionKey: 'new', receiver: copyTo('/another') }), full)).not.toThrow();
     expect(() => check(configure({ subscriptionKey: 'other', receiver: copyTo('/r') }), withCopies(Limits.subscriptionsPerPair - 1))).not.toThrow();
+  });
+});
+
+describe('normalize (stateless) and check (stateful)', () => {
+  const rules = createControlRules(ctx());
+
+  it('normalize refuses what can never be valid, without any state', () => {
+    expect(() => rules.normalize(configure({ subscriptionKey: 'k', filter: { jsonataCondition: '(' }, receiver: copyTo('/r') }))).toThrow(RivuletError);
+    expect(() => rules.normalize(configure({ subscriptionKey: 'k', receiver: copyTo('/x/../s') }))).toThrow('a stream cannot receive from itself (/s)');
+    expect(() => rules.normalize(configure({ subscriptionKey: 'k', receiver: webhook('http://127.1/') }))).toThrow(/loopback, private/);
+    expect(() => rules.normalize(configure({ subscriptionKey: 'k', receiver: itx(['w', ['m']]) }))).toThrow(/must end in the name of the method/);
+  });
+
+  it('normalize is idempotent, so a retried request compares equal to the stored event', () => {
+    const input = configure({ subscriptionKey: 'k', receiver: webhook('HTTPS://Example.COM/a/../b') });
+    const once = rules.normalize(input);
+    expect(rules.normalize(once)).toEqual(once);
+    const copy = rules.normalize(configure({ subscriptionKey: 'k', receiver: copyTo('r/./x/../y') }));
+    expect(rules.normalize(copy)).toEqual(copy);
+  });
+
+  it('normalize leaves other events and copies alone', () => {
+    const event: AppendInput = { type: 'app/x', payload: { receiver: 'x' } };
+    expect(rules.normalize(event)).toBe(event);
+    const copied: AppendInput = { type: EventType.subscriptionConfigured, payload: { receiver: 'not even valid' }, source: { copiedFrom: [] } };
+    expect(rules.normalize(copied)).toBe(copied);
+  });
+
+  it('check judges keys and bounds only against the state it is given', () => {
+    const input = rules.normalize(configure({ subscriptionKey: 'subscription:5', receiver: copyTo('/r') }));
+    expect(() => rules.check(input, stateWith(), 10)).toThrow(/reserved for generated keys/);
+    expect(() => rules.check(input, stateWith({ 'subscription:5': { subscriptionKeyWasGenerated: true } }), 10)).not.toThrow();
   });
 });
 

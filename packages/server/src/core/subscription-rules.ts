@@ -100,12 +100,14 @@ function normalizeReceiver(receiver: Receiver, ctx: ControlRulesContext): Receiv
   }
 }
 
-function checkConfigured(
-  payload: SubscriptionConfiguredPayload,
-  state: CoreState,
-  offset: number,
-  ctx: ControlRulesContext,
-): SubscriptionConfiguredPayload {
+/** Stateless: the normalised payload (canonical paths, URLs), refusing what can never be valid. */
+function normalizeConfigured(payload: SubscriptionConfiguredPayload, ctx: ControlRulesContext): SubscriptionConfiguredPayload {
+  if (payload.filter?.jsonataCondition !== undefined) checkJsonata(payload.filter.jsonataCondition, 'filter.jsonataCondition');
+  return { ...payload, receiver: normalizeReceiver(payload.receiver, ctx) };
+}
+
+/** Stateful: keys, live connections, and the per-pair bound, judged against the current state. */
+function checkConfigured(payload: SubscriptionConfiguredPayload, state: CoreState, offset: number, ctx: ControlRulesContext): void {
   const byKey = state.subscriptions.outbound.byKey;
   const key = effectiveKey(payload, offset);
   if (payload.subscriptionKey !== undefined && key.startsWith(GENERATED_KEY_PREFIX)) {
@@ -119,8 +121,7 @@ function checkConfigured(
   if (ctx.isConnectionKey(key)) {
     throw new RivuletError('CONFLICT', `subscription key "${key}" is held by a live connection on ${ctx.path}`);
   }
-  if (payload.filter?.jsonataCondition !== undefined) checkJsonata(payload.filter.jsonataCondition, 'filter.jsonataCondition');
-  const receiver = normalizeReceiver(payload.receiver, ctx);
+  const receiver = payload.receiver;
   if (receiver.action === 'copy-to-stream') {
     let pairs = 0;
     for (const [k, entry] of Object.entries(byKey)) {
@@ -135,8 +136,6 @@ function checkConfigured(
       );
     }
   }
-  const out: SubscriptionConfiguredPayload = { ...payload, receiver };
-  return out;
 }
 
 function requireKey(state: CoreState, key: unknown, path: string): string {
@@ -146,41 +145,56 @@ function requireKey(state: CoreState, key: unknown, path: string): string {
   return key;
 }
 
-export function createControlRules(ctx: ControlRulesContext) {
-  return (input: AppendInput, state: CoreState, head: number): AppendInput => {
-    if (input.source !== undefined) return input;
-    const payload = (input.payload ?? {}) as Record<string, unknown>;
-    switch (input.type) {
-      case EventType.subscriptionConfigured:
-        return {
-          ...input,
-          payload: checkConfigured(payload as unknown as SubscriptionConfiguredPayload, state, head + 1, ctx) as never,
-        };
-      case EventType.subscriptionRemoved:
-      case EventType.subscriptionDeliveryResumed:
-      case EventType.subscriptionDeliveryHalted:
-        requireKey(state, payload.subscriptionKey, ctx.path);
-        return input;
-      case EventType.subscriptionCursorSet: {
-        const key = requireKey(state, payload.subscriptionKey, ctx.path);
-        const afterOffset = payload.afterOffset as number;
-        if (state.subscriptions.outbound.byKey[key]!.configuration.receiver.action === 'processor-wake') {
-          throw new RivuletError(
-            'INVALID_INPUT',
-            `subscription "${key}" wakes a hosted processor, which owns its checkpoint: its cursor cannot be set`,
-          );
+export interface ControlRules {
+  /**
+   * Stateless normalisation, applied before an idempotent repeat is compared, so that retrying
+   * the very same request finds the stored (normalised) event (SEMANTICS §8).
+   */
+  normalize(input: AppendInput): AppendInput;
+  /** Stateful rules against the state the event would be committed on. */
+  check(input: AppendInput, state: CoreState, head: number): void;
+}
+
+export function createControlRules(ctx: ControlRulesContext): ControlRules {
+  return {
+    normalize(input) {
+      if (input.source !== undefined || input.type !== EventType.subscriptionConfigured) return input;
+      const payload = input.payload as unknown as SubscriptionConfiguredPayload;
+      return { ...input, payload: normalizeConfigured(payload, ctx) as never };
+    },
+    check(input, state, head) {
+      if (input.source !== undefined) return;
+      const payload = (input.payload ?? {}) as Record<string, unknown>;
+      switch (input.type) {
+        case EventType.subscriptionConfigured:
+          checkConfigured(payload as unknown as SubscriptionConfiguredPayload, state, head + 1, ctx);
+          return;
+        case EventType.subscriptionRemoved:
+        case EventType.subscriptionDeliveryResumed:
+        case EventType.subscriptionDeliveryHalted:
+          requireKey(state, payload.subscriptionKey, ctx.path);
+          return;
+        case EventType.subscriptionCursorSet: {
+          const key = requireKey(state, payload.subscriptionKey, ctx.path);
+          const afterOffset = payload.afterOffset as number;
+          if (state.subscriptions.outbound.byKey[key]!.configuration.receiver.action === 'processor-wake') {
+            throw new RivuletError(
+              'INVALID_INPUT',
+              `subscription "${key}" wakes a hosted processor, which owns its checkpoint: its cursor cannot be set`,
+            );
+          }
+          if (afterOffset > head) {
+            throw new RivuletError(
+              'INVALID_INPUT',
+              `afterOffset ${afterOffset} is beyond this stream's current maximum offset ${head}`,
+              { afterOffset, maxOffset: head },
+            );
+          }
+          return;
         }
-        if (afterOffset > head) {
-          throw new RivuletError(
-            'INVALID_INPUT',
-            `afterOffset ${afterOffset} is beyond this stream's current maximum offset ${head}`,
-            { afterOffset, maxOffset: head },
-          );
-        }
-        return input;
+        default:
+          return;
       }
-      default:
-        return input;
-    }
+    },
   };
 }

@@ -11,8 +11,8 @@
  */
 import { RivuletError, type CommittedEvent, type CoreState, type RuntimeState } from '@rivulet/contract';
 import type { AppendInput, Authority } from '../core/append-input.js';
-import { decideAppend, type AppendDecision, type DecideEnv } from '../core/decide-append.js';
-import { createControlRules } from '../core/subscription-rules.js';
+import { decideAppend, type AppendDecision } from '../core/decide-append.js';
+import { createControlRules, type ControlRules } from '../core/subscription-rules.js';
 import { utf8Length } from '../core/sizes.js';
 import type { Clock, Random } from '../ports/clock.js';
 import type { EngineConfig } from './config.js';
@@ -62,14 +62,16 @@ export class StreamActor {
   private readonly listeners = new Set<LiveListener>();
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();
-  private readonly checkControl: NonNullable<DecideEnv['checkControl']>;
+  private readonly controlRules: ControlRules;
+  /** Bumped by destroy: post-commit work of an append from an ended lifetime is dropped. */
+  private lifetime = 0;
 
   constructor(
     readonly projectId: string | null,
     readonly path: string,
     private readonly deps: ActorDeps,
   ) {
-    this.checkControl = createControlRules({
+    this.controlRules = createControlRules({
       projectId,
       path,
       allowPrivateWebhooks: deps.config.allowPrivateWebhooks,
@@ -83,7 +85,9 @@ export class StreamActor {
     const row = this.deps.store.find(this.projectId, this.path);
     const state = row ? (JSON.parse(row.state) as CoreState) : null;
     const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null);
-    if (row) storage.transaction(() => subscriptions.repair(state, row.sid));
+    if (row && (subscriptions.size > 0 || Object.keys(state!.subscriptions.outbound.byKey).length > 0)) {
+      storage.transaction(() => subscriptions.repair(state, row.sid));
+    }
     this.loaded = {
       epoch: storage.epoch,
       sid: row?.sid ?? null,
@@ -155,7 +159,8 @@ export class StreamActor {
         maxCoreStateBytes: config.maxCoreStateBytes,
         newStreamId: () => random.uuid(),
         lookupIdempotent: (key) => (loaded.sid === null ? undefined : store.findByIdempotencyKey(loaded.sid, key)),
-        checkControl: this.checkControl,
+        normalizeControl: (input) => this.controlRules.normalize(input),
+        checkControl: (input, state, head) => this.controlRules.check(input, state, head),
       },
       inputs,
     );
@@ -202,6 +207,7 @@ export class StreamActor {
     authority: Authority,
   ): Promise<CommittedEvent[]> {
     let decision: AppendDecision | null;
+    const lifetime = this.lifetime;
     try {
       decision = this.commitSync(inputs, authority);
     } catch (error) {
@@ -211,9 +217,11 @@ export class StreamActor {
     }
     await this.durable();
     if (decision === null) return [];
-    if (decision.fresh.length > 0) {
+    // Destroyed while the commit became durable: the events are committed (and erased again);
+    // they belong to no current lifetime, so no reader or sender may see them.
+    if (decision.fresh.length > 0 && lifetime === this.lifetime) {
       let bytes = 0;
-      for (const f of decision.fresh) bytes += f.json.length;
+      for (const f of decision.fresh) bytes += utf8Length(f.json);
       this.published(
         decision.fresh.map((f) => f.event),
         bytes,
@@ -296,6 +304,7 @@ export class StreamActor {
     if (sid === null) return false;
     this.deps.store.storage.transaction(() => this.deps.store.erase(sid));
     loaded.subscriptions.clear();
+    this.lifetime++;
     this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0 };
     this.committedHead = 0;
     const listeners = [...this.listeners];

@@ -87,6 +87,10 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
     yield* replay(watch.head);
     while (!signal?.aborted) {
       if (destroyed) {
+        // Events committed before the destroy are delivered first, then the end of the lifetime.
+        const last = queue.filter((e) => e.offset > cursor);
+        queue = [];
+        if (last.length > 0) yield { kind: 'events', events: last.map((e) => ({ offset: e.offset, json: JSON.stringify(e) })) };
         yield { kind: 'destroyed' };
         return;
       }

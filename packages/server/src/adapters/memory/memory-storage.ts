@@ -45,9 +45,15 @@ export class MemoryStorage implements SqlStorage {
     }
   }
 
+  /** Rows changed by this statement alone (sqlite3_changes() keeps the count of the last DML). */
   run(sql: string, ...params: SqlValue[]): number {
+    const before = this.totalChanges();
     this.exec(sql, ...params);
-    return this.db.getRowsModified();
+    return this.totalChanges() - before;
+  }
+
+  private totalChanges(): number {
+    return this.exec<{ n: number }>('SELECT total_changes() AS n')[0]!.n;
   }
 
   transaction<T>(fn: () => T): T {
@@ -60,8 +66,13 @@ export class MemoryStorage implements SqlStorage {
       this.db.exec(`RELEASE ${name}`);
       return result;
     } catch (error) {
-      this.db.exec(`ROLLBACK TO ${name}`);
-      this.db.exec(`RELEASE ${name}`);
+      try {
+        this.db.exec(`ROLLBACK TO ${name}`);
+        this.db.exec(`RELEASE ${name}`);
+      } catch {
+        // The statement rolled back the whole transaction (INSERT OR ROLLBACK): no savepoint is
+        // left to undo, and the original error is what the caller must see.
+      }
       throw error;
     } finally {
       this.depth--;

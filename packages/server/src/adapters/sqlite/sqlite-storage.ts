@@ -84,18 +84,37 @@ export class SqliteStorage implements SqlStorage {
     if (this.depth === 0 && !this.group) this.openGroup();
     this.depth++;
     this.statement('SAVEPOINT tx').run();
+    let failed = false;
     try {
       const result = fn();
       this.statement('RELEASE tx').run();
       return result;
     } catch (error) {
-      this.statement('ROLLBACK TO tx').run();
-      this.statement('RELEASE tx').run();
+      failed = true;
+      if (this.db.inTransaction) {
+        this.statement('ROLLBACK TO tx').run();
+        this.statement('RELEASE tx').run();
+      } else {
+        // The statement rolled back the whole SQLite transaction (INSERT OR ROLLBACK, some I/O
+        // errors): every savepoint of the group went with it, so the group has failed as a whole.
+        this.failGroup(error);
+      }
       throw error;
     } finally {
       this.depth--;
-      if (this.depth === 0 && !this.groupCommit) this.commitGroup();
+      if (this.depth === 0 && !this.groupCommit) {
+        const error = this.commitGroup();
+        // Without group commit the caller must learn of a failed commit here, not from flush().
+        if (error !== undefined && !failed) throw error;
+      }
     }
+  }
+
+  private failGroup(error: unknown): void {
+    const group = this.group;
+    this.group = null;
+    this.epoch++;
+    group?.reject(error);
   }
 
   private openGroup(): void {
@@ -104,13 +123,15 @@ export class SqliteStorage implements SqlStorage {
     if (this.groupCommit) setImmediate(() => this.commitGroup());
   }
 
-  private commitGroup(): void {
+  /** Commits the open group; answers the error when the commit failed (the group is then rolled back). */
+  private commitGroup(): unknown {
     const group = this.group;
-    if (!group) return;
+    if (!group) return undefined;
     this.group = null;
     try {
       this.statement('COMMIT').run();
       group.resolve();
+      return undefined;
     } catch (error) {
       try {
         if (this.db.inTransaction) this.statement('ROLLBACK').run();
@@ -119,6 +140,7 @@ export class SqliteStorage implements SqlStorage {
       }
       this.epoch++;
       group.reject(error);
+      return error;
     }
   }
 
