@@ -78,8 +78,8 @@ describe('validateCopyBatch', () => {
   });
 
   it('refuses a batch addressed to another stream or project', () => {
-    expectRejected(() => validateCopyBatch(batch({ receivingStreamPath: '/x' }), receiver), 'INVALID_INPUT', 'copy batch refused: addressed to /x, not /r');
-    expectRejected(() => validateCopyBatch(batch({ projectId: 'other' }), receiver), 'INVALID_INPUT', 'copy batch refused: addressed to /r, not /r');
+    expectRejected(() => validateCopyBatch(batch({ receivingStreamPath: '/x' }), receiver), 'INVALID_INPUT', 'copy batch refused: addressed to /x of project proj, not /r of project proj');
+    expectRejected(() => validateCopyBatch(batch({ projectId: 'other' }), receiver), 'INVALID_INPUT', 'copy batch refused: addressed to /r of project other, not /r of project proj');
     expectRejected(() => validateCopyBatch(batch({ projectId: null }), receiver), 'INVALID_INPUT', /^copy batch refused: addressed to/);
   });
 
@@ -273,6 +273,17 @@ describe('planCopies', () => {
       drop: { reason: 'cycle', sourcePath: '/a', subscriptionKey: 'k', count: 2, firstOffset: 7, lastOffset: 9 },
     });
     expect(audits[0]?.idempotencyKey?.startsWith(DROP_AUDIT_PREFIX)).toBe(true);
+  });
+
+  it('a batch with both kinds of drop still gets one audit counting both (reported as "cycle")', () => {
+    const chain = Array.from({ length: Limits.maxHops }, (_, i) => hop(`/h${i}`));
+    const plan = planCopies(batch({ events: [event(7, { source: { copiedFrom: chain } }), event(8, { source: { copiedFrom: [hop('/r')] } })] }), receiver);
+    expect(plan.dropped).toEqual([
+      { offset: 7, reason: 'hop-limit' },
+      { offset: 8, reason: 'cycle' },
+    ]);
+    expect(plan.inputs).toHaveLength(1);
+    expect(plan.inputs[0]?.payload).toMatchObject({ drop: { reason: 'cycle', count: 2, firstOffset: 7, lastOffset: 8 } });
   });
 
   it('the drop audit is idempotent per (path, key, lifetime, generation, offsets)', () => {

@@ -56,7 +56,8 @@ export function copyIdempotencyKey(batch: CopyBatch, offset: number): string {
 export function validateCopyBatch(batch: CopyBatch, receiver: { projectId: string | null; path: string }): void {
   const bad = (why: string) => new RivuletError('INVALID_INPUT', `copy batch refused: ${why}`);
   if (batch.receivingStreamPath !== receiver.path || batch.projectId !== receiver.projectId) {
-    throw bad(`addressed to ${batch.receivingStreamPath}, not ${receiver.path}`);
+    const where = (projectId: string | null, path: string) => (projectId === null ? path : `${path} of project ${projectId}`);
+    throw bad(`addressed to ${where(batch.projectId, batch.receivingStreamPath)}, not ${where(receiver.projectId, receiver.path)}`);
   }
   if (!batch.streamId || !batch.streamCreatedAt || !Number.isSafeInteger(batch.cursorChangedAtSourceOffset) || batch.cursorChangedAtSourceOffset < 1) {
     throw bad('stamp fields missing or invalid');

@@ -90,7 +90,13 @@ export async function evaluateJsonata(source: string, input: unknown): Promise<u
     throw wrap(error);
   }
   if (result === undefined) return undefined;
-  return JSON.parse(JSON.stringify(result)) as unknown;
+  try {
+    const text = JSON.stringify(result);
+    return text === undefined ? undefined : (JSON.parse(text) as unknown);
+  } catch (error) {
+    // A function (lambda) or a circular structure is not JSON.
+    throw new JsonataError(`the expression produced a value that is not JSON: ${error instanceof Error ? error.message : String(error)}`, undefined, undefined, 'NOT_JSON');
+  }
 }
 
 /** JSONata's truthiness, as $boolean() defines it, for filter conditions. */

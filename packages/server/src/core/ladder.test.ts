@@ -48,12 +48,12 @@ describe('backoffMs', () => {
     expect(backoffMs(4, knobs, ALMOST_ONE)).toBe(9600);
   });
 
-  it('is capped at the maximum (before jitter)', () => {
+  it('is capped at the maximum, jitter included (never above retryMax)', () => {
     expect(backoffMs(12, knobs, 0.5)).toBe(1_800_000);
     expect(backoffMs(40, knobs, 0.5)).toBe(1_800_000);
     expect(backoffMs(5000, knobs, 0.5)).toBe(1_800_000);
     expect(backoffMs(40, knobs, 0)).toBe(1_440_000);
-    expect(backoffMs(40, knobs, ALMOST_ONE)).toBe(2_160_000);
+    expect(backoffMs(40, knobs, ALMOST_ONE)).toBe(1_800_000);
   });
 
   it('treats 0 failures like 1 and is at least 1 ms', () => {

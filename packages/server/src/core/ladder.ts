@@ -45,11 +45,11 @@ export type LadderDecision =
   | { action: 'halt'; attempts: number }
   | { action: 'skip'; offset: number; attempts: number };
 
-/** Delay before attempt n+1 after n consecutive failures: min(max, base · 2^(n−1)) with jitter. */
+/** Delay before attempt n+1 after n consecutive failures: min(max, base · 2^(n−1)) with jitter, never above max. */
 export function backoffMs(failures: number, knobs: LadderKnobs, random: number): number {
   const exp = Math.min(knobs.maxMs, knobs.baseMs * 2 ** Math.max(0, failures - 1));
   const factor = 1 + knobs.jitter * (2 * random - 1);
-  return Math.max(1, Math.round(exp * factor));
+  return Math.max(1, Math.min(knobs.maxMs, Math.round(exp * factor)));
 }
 
 export function afterFailure(

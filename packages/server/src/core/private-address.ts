@@ -73,11 +73,13 @@ function privateV6(g: number[]): boolean {
   if (allZero(0, 7) && g[7] === 1) return true; // ::1
   if ((g[0]! & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local (incl. fd00:ec2::254)
   if ((g[0]! & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
+  if ((g[0]! & 0xffc0) === 0xfec0) return true; // fec0::/10 site-local (deprecated, still routed privately)
   if ((g[0]! & 0xff00) === 0xff00) return true; // multicast
   const embedded = (hi: number, lo: number) => privateV4(((hi << 16) >>> 0) + lo);
   if (allZero(0, 5) && g[5] === 0xffff) return embedded(g[6]!, g[7]!); // ::ffff:a.b.c.d
   if (allZero(0, 6)) return embedded(g[6]!, g[7]!); // ::a.b.c.d (deprecated compatible form)
   if (g[0] === 0x64 && g[1] === 0xff9b && allZero(2, 6)) return embedded(g[6]!, g[7]!); // NAT64
+  if (g[0] === 0x2002) return embedded(g[1]!, g[2]!); // 6to4 carries an IPv4 address
   return false;
 }
 

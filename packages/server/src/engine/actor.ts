@@ -94,7 +94,8 @@ export class StreamActor {
       state,
       stateBytes: row ? utf8Length(row.state) : 0,
       head: row?.head ?? 0,
-      lastCreatedMs: 0,
+      // Lifetimes must order by createdAt (SEMANTICS §1.2): never below this lifetime's start.
+      lastCreatedMs: row ? Date.parse(row.created_at) : 0,
       lastPruneMs: 0,
       subscriptions,
     };
@@ -305,7 +306,8 @@ export class StreamActor {
     this.deps.store.storage.transaction(() => this.deps.store.erase(sid));
     loaded.subscriptions.clear();
     this.lifetime++;
-    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0 };
+    // The next lifetime's streamCreatedAt must sort after this one's, even within the same millisecond.
+    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
     this.committedHead = 0;
     const listeners = [...this.listeners];
     this.listeners.clear();

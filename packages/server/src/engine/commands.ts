@@ -65,18 +65,28 @@ export async function subscribeToEventsFrom(
   };
   const payload = parseOrThrow(SubscriptionConfiguredPayloadSchema, draft);
   const source = actorOf(sourcePath);
-  if (payload.subscriptionKey !== undefined) {
-    const existing = source.coreState?.subscriptions.outbound.byKey[payload.subscriptionKey];
-    if (existing && jsonEqual(existing.configuration, { ...payload, subscriptionKey: payload.subscriptionKey })) {
-      return { subscriptionKey: payload.subscriptionKey, subscriptionConfiguredEvent: eventAt(source, existing.configuredAtOffset) };
-    }
-  }
   const input: EventInput = { type: EventType.subscriptionConfigured, payload: payload as never };
   if (body.idempotencyKey !== undefined) input.idempotencyKey = body.idempotencyKey;
-  const [event] = await source.append([publicInput(input)], 'public');
+  // Level-triggered (SEMANTICS §2.2): an identical configuration of an existing explicit key
+  // appends nothing. Judged inside the append's synchronous section, against the state it would
+  // be committed on.
+  let existingAt: number | undefined;
+  const events = await source.append((state) => {
+    const key = payload.subscriptionKey;
+    const existing = key === undefined ? undefined : state?.subscriptions.outbound.byKey[key];
+    if (existing && jsonEqual(existing.configuration, { ...payload, subscriptionKey: key })) {
+      existingAt = existing.configuredAtOffset;
+      return [];
+    }
+    return [publicInput(input)];
+  }, 'public');
+  if (existingAt !== undefined) {
+    return { subscriptionKey: payload.subscriptionKey!, subscriptionConfiguredEvent: eventAt(source, existingAt) };
+  }
+  const event = events[0]!;
   return {
-    subscriptionKey: effectiveKey(event!.payload as { subscriptionKey?: string }, event!.offset),
-    subscriptionConfiguredEvent: event!,
+    subscriptionKey: effectiveKey(event.payload as { subscriptionKey?: string }, event.offset),
+    subscriptionConfiguredEvent: event,
   };
 }
 

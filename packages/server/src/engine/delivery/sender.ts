@@ -39,7 +39,8 @@ interface Flight {
 const MAX_BATCH_EVENTS = 1000;
 const MAX_BATCH_BYTES = 1_048_576;
 
-const runOf = (row: SubscriptionRow) => `${row.runConfiguredAt}:${row.runCursorSetAt}`;
+/** A run is one lifetime of the source, one configuration and one cursor-set (protocol §12.1). */
+const runOf = (streamId: string, row: SubscriptionRow) => `${streamId}:${row.runConfiguredAt}:${row.runCursorSetAt}`;
 
 function cut(text: string): string {
   return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
@@ -101,7 +102,7 @@ export class StreamSender {
       const entry = state.subscriptions.outbound.byKey[row.key];
       if (!entry || row.halted) continue;
       const flight = this.flights.get(row.key);
-      if (flight && flight.run === runOf(row)) {
+      if (flight && flight.run === runOf(state.streamId, row)) {
         if (row.inflightDeadlineAt !== null) earliest = Math.min(earliest, row.inflightDeadlineAt);
         continue;
       }
@@ -119,20 +120,27 @@ export class StreamSender {
 
   private current(key: string, flight: Flight): SubscriptionRow | undefined {
     const row = this.actor.subscriptions.get(key);
-    if (this.closed || !row || row.halted || this.flights.get(key) !== flight || runOf(row) !== flight.run) return undefined;
-    return row;
+    const streamId = this.actor.coreState?.streamId;
+    if (this.closed || !row || row.halted || streamId === undefined || this.flights.get(key) !== flight) return undefined;
+    return runOf(streamId, row) === flight.run ? row : undefined;
   }
 
   private async deliver(key: string, entry: OutboundEntry): Promise<void> {
     const row = this.actor.subscriptions.get(key)!;
-    const flight: Flight = { run: runOf(row) };
+    const flight: Flight = { run: runOf(this.actor.coreState!.streamId, row) };
     this.flights.set(key, flight);
     try {
       await this.deliverOnce(key, entry, row, flight);
     } catch (error) {
+      // Our own fault, not the event's: it backs off and counts towards the halt like an outage,
+      // so a persistent fault ends in a visible halt instead of a quiet loop.
       this.deps.log(`delivery of ${this.actor.path} subscription "${key}" failed unexpectedly`, error);
       const now = this.current(key, flight);
-      if (now) this.write({ ...now, inflightDeadlineAt: null, nextAttemptAt: this.deps.clock.now() + this.knobs.baseMs });
+      if (now) {
+        await this.failed(key, entry, flight, { kind: 'unavailable', batchSize: 1, firstOffset: now.cursor + 1 }, `internal error: ${errorText(error)}`).catch(
+          (again: unknown) => this.deps.log(`could not record the failure of ${this.actor.path} subscription "${key}"`, again),
+        );
+      }
     } finally {
       if (this.flights.get(key) === flight) this.flights.delete(key);
       this.poke();
@@ -258,8 +266,8 @@ export class StreamSender {
     }
   }
 
-  /** Appends one idempotent audit line per (key, run, offset) on the source stream. */
-  private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<void> {
+  /** Appends one idempotent audit line per (key, run, offset) on the source stream; answers whether it is stored. */
+  private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<boolean> {
     try {
       await this.actor.append(
         [
@@ -271,8 +279,10 @@ export class StreamSender {
         ],
         'platform',
       );
+      return true;
     } catch (error) {
       this.deps.log(`could not append the ${kind} audit of ${this.actor.path} subscription "${key}"`, error);
+      return false;
     }
   }
 
@@ -316,7 +326,7 @@ export class StreamSender {
         return;
       }
       case 'skip': {
-        await this.audit(key, row, decision.offset, 'skip', {
+        const audited = await this.audit(key, row, decision.offset, 'skip', {
           message: `subscription "${key}" skipped offset ${decision.offset} after it failed alone ${this.knobs.skipConfirmations} times: ${lastError}`,
           subscriptionKey: key,
           offset: decision.offset,
@@ -324,6 +334,11 @@ export class StreamSender {
         });
         const still = this.current(key, flight);
         if (!still) return;
+        if (!audited) {
+          // A skip is never applied without its durable audit (SEMANTICS §5.4): try again later.
+          this.write({ ...still, nextAttemptAt: now + this.knobs.baseMs, inflightDeadlineAt: null, lastError });
+          return;
+        }
         this.write({
           ...still,
           cursor: Math.max(still.cursor, decision.offset),

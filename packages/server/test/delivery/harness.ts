@@ -1,0 +1,408 @@
+/**
+ * The delivery engine in-process, composed exactly as hosts/node.ts composes it: StreamStore,
+ * StreamRegistry whose afterCommit pokes the DeliveryEngine, and a real copy receiver over a
+ * StreamDirectory backed by the registry. The itx-call and webhook-post receivers are scripted
+ * fakes, so the sender's generic behaviour (batches, ladder, skips, watchdog, runs) can be driven
+ * without a network. The alarm factory wraps the real Node one and records every set/clear/fire.
+ */
+import {
+  EventType,
+  type CommittedEvent,
+  type CoreState,
+  type EventInput,
+  type JsonObject,
+  type RuntimeState,
+  type SubscriptionConfiguredPayload,
+  type SubscriptionRuntimeState,
+} from '@rivulet/contract';
+import { expect } from 'vitest';
+import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
+import { checkInput } from '../../src/core/append-input.js';
+import type { StreamActor } from '../../src/engine/actor.js';
+import { defaultEngineConfig, type EngineConfig } from '../../src/engine/config.js';
+import { copyReceiver } from '../../src/engine/delivery/copy-receiver.js';
+import { DeliveryEngine } from '../../src/engine/delivery/engine.js';
+import type { DeliveredEvent, DeliveryContext, DeliveryOutcome, Receiver } from '../../src/engine/delivery/receiver.js';
+import { StreamRegistry } from '../../src/engine/registry.js';
+import { openSchema } from '../../src/engine/schema.js';
+import { StreamStore } from '../../src/engine/stream-store.js';
+import { nodeAlarms } from '../../src/hosts/node-alarms.js';
+import type { Random } from '../../src/ports/clock.js';
+import type { StreamDirectory } from '../../src/ports/directory.js';
+import type { SqlStorage } from '../../src/ports/storage.js';
+import type { AlarmFactory, StreamAlarm } from '../../src/ports/timer.js';
+
+export const PROJECT = 'proj';
+
+// ---------------------------------------------------------------- waiting
+
+/** Polls `probe` until it answers something other than undefined/false, or fails after the deadline. */
+export async function waitFor<T>(probe: () => T | undefined | false, what: string, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = probe();
+      if (value !== undefined && value !== false) return value;
+      last = value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : String(last)})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 3));
+  }
+}
+
+/** Lets timers and microtasks run for `ms` (only to show that something does NOT happen, after a positive sync). */
+export const settle = (ms = 40) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------- fake receivers
+
+export interface FakeCall {
+  ctx: DeliveryContext;
+  offsets: number[];
+  events: readonly DeliveredEvent[];
+  /** When the call arrived (ms since the epoch). */
+  at: number;
+  /** Settles a hanging call (no effect on a call that already settled). */
+  release(outcome: DeliveryOutcome): void;
+  settled: boolean;
+}
+
+/** What a call answers: an outcome, 'hang' (until released or timed out), or a thrown error. */
+export type Script = (call: FakeCall, index: number) => DeliveryOutcome | 'hang' | Error;
+
+export const ok = (): DeliveryOutcome => ({ ok: true });
+export const failing = (error = 'receiver refused the batch'): DeliveryOutcome => ({ ok: false, kind: 'failing', error });
+export const unavailable = (error = 'receiver not connected'): DeliveryOutcome => ({ ok: false, kind: 'unavailable', error });
+
+export class FakeReceiver implements Receiver {
+  readonly calls: FakeCall[] = [];
+  script: Script = () => ok();
+
+  deliver(ctx: DeliveryContext, events: readonly DeliveredEvent[]): Promise<DeliveryOutcome> {
+    let settle!: (outcome: DeliveryOutcome) => void;
+    const promise = new Promise<DeliveryOutcome>((resolve) => {
+      settle = resolve;
+    });
+    const call: FakeCall = {
+      ctx,
+      offsets: events.map((e) => e.event.offset),
+      events,
+      at: Date.now(),
+      settled: false,
+      release(outcome) {
+        if (call.settled) return;
+        call.settled = true;
+        settle(outcome);
+      },
+    };
+    this.calls.push(call);
+    const answer = this.script(call, this.calls.length - 1);
+    if (answer instanceof Error) {
+      call.settled = true;
+      return Promise.reject(answer);
+    }
+    if (answer !== 'hang') call.release(answer);
+    return promise;
+  }
+
+  callsFor(key: string): FakeCall[] {
+    return this.calls.filter((c) => c.ctx.subscriptionKey === key);
+  }
+
+  offsetsFor(key: string): number[][] {
+    return this.callsFor(key).map((c) => c.offsets);
+  }
+
+  /** Releases every call still hanging (test cleanup). */
+  releaseAll(outcome: DeliveryOutcome = unavailable('test over')): void {
+    for (const call of this.calls) call.release(outcome);
+  }
+}
+
+// ---------------------------------------------------------------- recording alarms
+
+export interface AlarmRecord {
+  id: number;
+  /** The time the alarm is armed for, or null when it is not armed. */
+  armedAt: number | null;
+  sets: number;
+  clears: number;
+  fires: number;
+  /** Every time it was set for, in order. */
+  setTimes: number[];
+}
+
+/** The real Node alarms, with every set, clear and fire recorded. */
+export class RecordingAlarms implements AlarmFactory {
+  readonly records: AlarmRecord[] = [];
+
+  create(fire: () => void): StreamAlarm {
+    const record: AlarmRecord = { id: this.records.length, armedAt: null, sets: 0, clears: 0, fires: 0, setTimes: [] };
+    this.records.push(record);
+    const inner = nodeAlarms.create(() => {
+      record.armedAt = null;
+      record.fires++;
+      fire();
+    });
+    return {
+      set(atMs) {
+        record.sets++;
+        record.setTimes.push(atMs);
+        record.armedAt = atMs;
+        inner.set(atMs);
+      },
+      clear() {
+        record.clears++;
+        record.armedAt = null;
+        inner.clear();
+      },
+    };
+  }
+
+  /** Alarms currently armed. */
+  get armed(): AlarmRecord[] {
+    return this.records.filter((r) => r.armedAt !== null);
+  }
+
+  get totalSets(): number {
+    return this.records.reduce((n, r) => n + r.sets, 0);
+  }
+
+  get totalFires(): number {
+    return this.records.reduce((n, r) => n + r.fires, 0);
+  }
+}
+
+// ---------------------------------------------------------------- the engine
+
+export interface HarnessOptions {
+  config?: Partial<EngineConfig>;
+  /** Storage to build on (schema opened here); a fresh MemoryStorage by default. */
+  storage?: SqlStorage;
+  /** The injected random source's next() (0.5 = no jitter). */
+  random?: number;
+  /** Build without the delivery engine (no afterCommit poke). */
+  withoutDelivery?: boolean;
+  /** Register only the real copy receiver, as hosts/node.ts does today. */
+  copyOnly?: boolean;
+}
+
+export const testConfig: EngineConfig = {
+  ...defaultEngineConfig,
+  maxDeliveryAttempts: 4,
+  retryBaseMs: 10,
+  retryMaxMs: 80,
+  deliveryTimeoutMs: 100,
+  allowPrivateWebhooks: true,
+};
+
+export class Harness {
+  readonly itx = new FakeReceiver();
+  readonly webhook = new FakeReceiver();
+  readonly alarms = new RecordingAlarms();
+  readonly logs: string[] = [];
+  readonly store: StreamStore;
+  readonly registry: StreamRegistry;
+  readonly delivery: DeliveryEngine | null;
+  readonly config: EngineConfig;
+  private closed = false;
+
+  constructor(
+    readonly storage: SqlStorage,
+    options: HarnessOptions,
+  ) {
+    openSchema(storage);
+    this.config = { ...testConfig, ...options.config };
+    const random: Random = { next: () => options.random ?? 0.5, uuid: () => globalThis.crypto.randomUUID() };
+    const clock = { now: () => Date.now() };
+    this.store = new StreamStore(storage);
+    const directory: StreamDirectory = {
+      receiveCopies: (projectId, path, batch) => this.registry.get(projectId, path).receiveCopies(batch),
+    };
+    const delivery = options.withoutDelivery
+      ? null
+      : new DeliveryEngine({
+          clock,
+          random,
+          alarms: this.alarms,
+          config: this.config,
+          receivers: options.copyOnly
+            ? { 'copy-to-stream': copyReceiver(directory) }
+            : { 'copy-to-stream': copyReceiver(directory), 'itx-call': this.itx, 'webhook-post': this.webhook },
+          log: (message, error) => this.logs.push(error === undefined ? message : `${message}: ${String(error)}`),
+        });
+    this.delivery = delivery;
+    this.registry = new StreamRegistry(
+      {
+        store: this.store,
+        clock,
+        random,
+        config: this.config,
+        afterCommit: (actor) => delivery?.poke(actor),
+      },
+      { canEvict: (actor) => !(delivery?.isBusy(actor) ?? false), onEvict: (actor) => delivery?.forget(actor) },
+    );
+  }
+
+  /** Pokes every stream with subscription rows, as the Node host does at start (S40). */
+  start(): void {
+    for (const { projectId, path } of this.store.streamsWithSubscriptions()) this.delivery?.poke(this.registry.get(projectId, path));
+  }
+
+  actor(path: string, projectId: string | null = PROJECT): StreamActor {
+    return this.registry.get(projectId, path);
+  }
+
+  /** A public append, checked at the edge as the service does. */
+  append(path: string, ...events: EventInput[]): Promise<CommittedEvent[]> {
+    return this.actor(path).append(
+      events.map((e, i) => checkInput(e, 'public', i)),
+      'public',
+    );
+  }
+
+  async configure(path: string, payload: SubscriptionConfiguredPayload): Promise<CommittedEvent> {
+    const [event] = await this.append(path, { type: EventType.subscriptionConfigured, payload: payload as unknown as JsonObject });
+    return event!;
+  }
+
+  /** Every durable event of a stream, read back from storage. */
+  events(path: string): CommittedEvent[] {
+    const out: CommittedEvent[] = [];
+    for (;;) {
+      const page = this.actor(path).read({ afterOffset: out[out.length - 1]?.offset ?? 0, limit: 500, includeEphemeral: false });
+      out.push(...page.events);
+      if (page.events.length < 500) return out;
+    }
+  }
+
+  eventsOfType(path: string, type: string): CommittedEvent[] {
+    return this.events(path).filter((e) => e.type === type);
+  }
+
+  core(path: string): CoreState {
+    const state = this.actor(path).coreState;
+    if (!state) throw new Error(`${path} does not exist`);
+    return state;
+  }
+
+  runtime(path: string): RuntimeState {
+    const runtime = this.actor(path).runtimeState();
+    if (!runtime) throw new Error(`${path} does not exist`);
+    return runtime;
+  }
+
+  /** runtime.subscriptions[key] of :state. */
+  sub(path: string, key: string): SubscriptionRuntimeState {
+    const view = this.runtime(path).subscriptions[key];
+    if (!view) throw new Error(`${path} has no runtime row for "${key}"`);
+    return view;
+  }
+
+  head(path: string): number {
+    return this.actor(path).durableHead;
+  }
+
+  /** Waits until the subscription's cursor reached the stream head and nothing is in flight or owed. */
+  async caughtUp(path: string, key: string, timeoutMs = 3000): Promise<void> {
+    await waitFor(
+      () => {
+        const s = this.sub(path, key);
+        return s.acknowledgedOffset === this.head(path) && s.inFlightDeadlineAt === null && s.nextAttemptAt === null;
+      },
+      `${path} "${key}" caught up`,
+      timeoutMs,
+    );
+  }
+
+  /** Waits until the subscription is halted in core state; answers the halt. */
+  halted(path: string, key: string, timeoutMs = 3000) {
+    return waitFor(() => this.core(path).subscriptions.outbound.byKey[key]?.deliveryHalted, `${path} "${key}" halted`, timeoutMs);
+  }
+
+  /** Stops delivery (alarms cleared), releases hanging calls; the storage is closed unless kept. */
+  async close(options: { keepStorage?: boolean } = {}): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.delivery?.close();
+    this.itx.releaseAll();
+    this.webhook.releaseAll();
+    await this.storage.flush().catch(() => undefined);
+    if (!options.keepStorage) this.storage.close();
+  }
+}
+
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
+  return new Harness(options.storage ?? (await MemoryStorage.create()), options);
+}
+
+// ---------------------------------------------------------------- payloads
+
+export const x = (n: number, extra: Partial<EventInput> = {}): EventInput => ({ type: 'app/x', payload: { n }, ...extra });
+
+type Start = 'beginning' | 'now';
+
+export function itxSub(
+  key: string,
+  options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[]; condition?: string; transform?: string } = {},
+): SubscriptionConfiguredPayload {
+  const filter: SubscriptionConfiguredPayload['filter'] = {};
+  if (options.eventTypes) filter.eventTypes = options.eventTypes;
+  if (options.condition) filter.jsonataCondition = options.condition;
+  return {
+    subscriptionKey: key,
+    ...(options.eventTypes || options.condition ? { filter } : {}),
+    receiver: {
+      action: 'itx-call',
+      expression: ['workers', ['get', 'w'], 'processEventBatch'],
+      ...(options.transform ? { jsonataTransform: options.transform } : {}),
+      delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
+    },
+  };
+}
+
+export function webhookSub(key: string, options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[] } = {}): SubscriptionConfiguredPayload {
+  return {
+    subscriptionKey: key,
+    ...(options.eventTypes ? { filter: { eventTypes: options.eventTypes } } : {}),
+    receiver: {
+      action: 'webhook-post',
+      url: 'http://127.0.0.1:9/hook',
+      delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
+    },
+  };
+}
+
+export function copySub(key: string, receivingStreamPath: string, options: { start?: Start; eventTypes?: string[]; transform?: string } = {}): SubscriptionConfiguredPayload {
+  return {
+    subscriptionKey: key,
+    ...(options.eventTypes ? { filter: { eventTypes: options.eventTypes } } : {}),
+    receiver: {
+      action: 'copy-to-stream',
+      receivingStreamPath,
+      ...(options.transform ? { jsonataTransform: options.transform } : {}),
+      delivery: { start: options.start ?? 'beginning', onFailingEvent: 'halt' },
+    },
+  };
+}
+
+/** The keys a runtime row may have (API.md §9): progress and measurements, never configuration. */
+export const RUNTIME_KEYS = [
+  'acknowledgedOffset',
+  'lag',
+  'attempt',
+  'nextAttemptAt',
+  'inFlightDeadlineAt',
+  'lastError',
+  'bytesSent',
+  'completionLatencyMs',
+  'deliveryDurationMs',
+];
+
+export function expectOnlyRuntimeKeys(view: object): void {
+  for (const key of Object.keys(view)) expect(RUNTIME_KEYS).toContain(key);
+}
