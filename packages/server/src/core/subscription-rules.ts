@@ -79,7 +79,13 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean, field: strin
 function normalizeReceiver(receiver: Receiver, ctx: ControlRulesContext): Receiver {
   switch (receiver.action) {
     case 'copy-to-stream': {
-      const receivingStreamPath = canonicalizePath(receiver.receivingStreamPath);
+      let receivingStreamPath: string;
+      try {
+        receivingStreamPath = canonicalizePath(receiver.receivingStreamPath);
+      } catch (error) {
+        if (!(error instanceof RivuletError)) throw error;
+        throw new RivuletError(error.code, `receiver.receivingStreamPath: ${error.message}`, error.details);
+      }
       if (receivingStreamPath === ctx.path) {
         throw new RivuletError('INVALID_INPUT', `a stream cannot receive from itself (${ctx.path})`);
       }

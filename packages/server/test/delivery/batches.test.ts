@@ -139,11 +139,12 @@ describe('filters and ephemeral events', () => {
       message: `subscription "k" filter.jsonataCondition threw on offset 5: ${jsonataMessage}`,
       subscriptionKey: 'k',
       offset: 5,
-      error: jsonataMessage,
+      error: `filter.jsonataCondition threw on offset 5: ${jsonataMessage}`,
     });
     expect(audits[0]?.idempotencyKey).toBe('rivulet-internal/condition:["k",2,5]');
-    expect(halt).toEqual({ reason: 'delivery-failed', afterOffset: 4, attempts: 4, error: jsonataMessage });
-    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: 4, attempt: 4, lastError: jsonataMessage });
+    const error = `filter.jsonataCondition threw on offset 5: ${jsonataMessage}`;
+    expect(halt).toEqual({ reason: 'delivery-failed', afterOffset: 4, attempts: 4, error });
+    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: 4, attempt: 4, lastError: error });
   });
 
   it('a throwing condition with onFailingEvent "skip" is skipped after its confirmations, and later events flow', async () => {

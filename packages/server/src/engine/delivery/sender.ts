@@ -168,13 +168,14 @@ export class StreamSender {
       return;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {
+      const error = cut(`filter.jsonataCondition threw on offset ${collected.failingOffset}: ${collected.error}`);
       await this.audit(key, row, collected.failingOffset, 'condition', {
-        message: `subscription "${key}" filter.jsonataCondition threw on offset ${collected.failingOffset}: ${collected.error}`,
+        message: cut(`subscription "${key}" ${error}`),
         subscriptionKey: key,
         offset: collected.failingOffset,
-        error: cut(collected.error),
+        error,
       });
-      await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: collected.failingOffset }, collected.error);
+      await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: collected.failingOffset }, error);
       return;
     }
 
@@ -327,7 +328,7 @@ export class StreamSender {
       }
       case 'skip': {
         const audited = await this.audit(key, row, decision.offset, 'skip', {
-          message: `subscription "${key}" skipped offset ${decision.offset} after it failed alone ${this.knobs.skipConfirmations} times: ${lastError}`,
+          message: cut(`subscription "${key}" skipped offset ${decision.offset} after it failed alone ${this.knobs.skipConfirmations} times: ${lastError}`),
           subscriptionKey: key,
           offset: decision.offset,
           error: lastError,
