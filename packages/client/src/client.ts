@@ -14,6 +14,7 @@ import {
   type ReadResponse,
   type StreamListEntry,
   type StreamStateResponse,
+  type SubscribeToEventsFromBody,
 } from '@rivulet/contract';
 import { HttpClient, type FetchLike } from './http.js';
 import { tailEvents, type TailOptions } from './tail.js';
@@ -60,6 +61,15 @@ export interface DestroyResponse {
   destroyed: boolean;
 }
 
+export interface SubscribeResponse {
+  subscriptionKey: string;
+  subscriptionConfiguredEvent: CommittedEvent;
+}
+
+export type UnsubscribeResponse =
+  | { status: 'removed'; subscriptionRemovedEvent: CommittedEvent }
+  | { status: 'already-absent' };
+
 export interface RivuletClient {
   readonly url: string;
   /** Appends one event, or an array atomically; answers the committed events in input order. */
@@ -82,6 +92,31 @@ export interface RivuletClient {
   openapi(options?: CallOptions): Promise<Record<string, unknown>>;
   /** The Prometheus text of /metrics. */
   metrics(options?: CallOptions): Promise<string>;
+  /**
+   * Copies matching events of `body.sourceStreamPath` into `receivingPath` (protocol §14.1): appends
+   * subscription-configured on the source. Without a subscriptionKey, an idempotencyKey is required.
+   */
+  subscribeToEventsFrom(receivingPath: string, body: SubscribeToEventsFromBody, options?: CallOptions): Promise<SubscribeResponse>;
+  /** Removes a copy subscription of `body.sourceStreamPath` into `receivingPath` (protocol §14.2). */
+  unsubscribeFromEvents(
+    receivingPath: string,
+    body: { sourceStreamPath: string; subscriptionKey: string },
+    options?: CallOptions,
+  ): Promise<UnsubscribeResponse>;
+  /** On the source: redeliver from `afterOffset` (exclusive) in a new run (protocol §14.3). */
+  setSubscriptionCursor(
+    sourcePath: string,
+    body: { subscriptionKey: string; afterOffset: number },
+    options?: CallOptions,
+  ): Promise<{ event: CommittedEvent }>;
+  /** On the source: resume a halted subscription; `event` is null when it was not halted (§14.4). */
+  resumeSubscription(sourcePath: string, body: { subscriptionKey: string }, options?: CallOptions): Promise<{ event: CommittedEvent | null }>;
+  /** On the source: set the cursor and resume in one atomic append (§14.5). */
+  setSubscriptionCursorAndResume(
+    sourcePath: string,
+    body: { subscriptionKey: string; afterOffset: number },
+    options?: CallOptions,
+  ): Promise<{ cursorSet: CommittedEvent; resumed: CommittedEvent | null }>;
 }
 
 function checkBaseUrl(url: string): string {
@@ -158,6 +193,10 @@ export function createClient(options: ClientOptions): RivuletClient {
     }
   }
 
+  /** A custom method of a stream (API.md §3), POSTed with a JSON body. */
+  const command = <T>(path: string, method: string, body: unknown, o: CallOptions | undefined) =>
+    http.json<T>('POST', streamUrl(base, path, { method }), { body, ...signalOf(o) });
+
   return {
     url: base,
     async append(path, events, o) {
@@ -179,5 +218,10 @@ export function createClient(options: ClientOptions): RivuletClient {
     health: (o) => http.json<{ ok: true }>('GET', apiUrl(base, '/healthz'), signalOf(o)),
     openapi: (o) => http.json<Record<string, unknown>>('GET', apiUrl(base, '/v1/openapi.json'), signalOf(o)),
     metrics: (o) => http.text('GET', apiUrl(base, '/metrics'), signalOf(o)),
+    subscribeToEventsFrom: (path, body, o) => command(path, 'subscribeToEventsFrom', body, o),
+    unsubscribeFromEvents: (path, body, o) => command(path, 'unsubscribeFromEvents', body, o),
+    setSubscriptionCursor: (path, body, o) => command(path, 'setSubscriptionCursor', body, o),
+    resumeSubscription: (path, body, o) => command(path, 'resumeSubscription', body, o),
+    setSubscriptionCursorAndResume: (path, body, o) => command(path, 'setSubscriptionCursorAndResume', body, o),
   };
 }

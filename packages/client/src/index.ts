@@ -10,6 +10,7 @@ export type {
   StreamStateResponse,
   CoreState,
   RuntimeState,
+  SubscribeToEventsFromBody,
 } from '@rivulet/contract';
 export {
   createClient,
@@ -20,6 +21,8 @@ export {
   type ListOptions,
   type ReadOptions,
   type RivuletClient,
+  type SubscribeResponse,
+  type UnsubscribeResponse,
 } from './client.js';
 export type { FetchLike } from './http.js';
 export type { ReconnectInfo, ReconnectOptions, TailOptions } from './tail.js';

@@ -271,3 +271,29 @@ describe.each([
     await expect(later.append([x(3)], 'public')).rejects.toMatchObject({ code: 'PRECONDITION_FAILED' });
   });
 });
+
+describe('subscription keys and live connection keys share one namespace (SEMANTICS §3)', () => {
+  const configure = (subscriptionKey: string): AppendInput => ({
+    type: EventType.subscriptionConfigured,
+    payload: {
+      subscriptionKey,
+      receiver: { action: 'copy-to-stream', receivingStreamPath: '/r', delivery: { start: 'now', onFailingEvent: 'halt' } },
+    },
+  });
+
+  it('a key held by a live connection on the stream is CONFLICT, and nothing is appended', async () => {
+    const actor = new StreamActor(null, '/s', depsFor(await memory()));
+    await actor.append([{ type: 'app/x' }], 'public');
+    actor.connectionKeys.add('live-1');
+    const error = await actor.append([configure('live-1')], 'public').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RivuletError);
+    expect((error as RivuletError).code).toBe('CONFLICT');
+    expect((error as RivuletError).message).toBe('subscription key "live-1" is held by a live connection on /s');
+    expect(actor.head).toBe(2);
+    // Another key, or the same key once the connection closed, is accepted.
+    await actor.append([configure('other')], 'public');
+    actor.connectionKeys.delete('live-1');
+    await actor.append([configure('live-1')], 'public');
+    expect(Object.keys(actor.coreState!.subscriptions.outbound.byKey).sort()).toEqual(['live-1', 'other']);
+  });
+});
