@@ -1,0 +1,535 @@
+#!/usr/bin/env node
+/**
+ * bench/append: append throughput and latency of Rivulet against baselines measured in the same
+ * run, in both durability modes. See bench/README.md.
+ *
+ *   npm run bench:append                 # full run (about 3.5 minutes)
+ *   npm run bench:append -- --quick      # smoke run (about 30 seconds)
+ *   node bench/append/run.mjs --help     # every option (expects a built workspace)
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { runLoad } from './loadgen.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const CLI = join(root, 'packages', 'cli', 'bin', 'rivulet.js');
+const BASELINE = join(here, 'baseline-server.mjs');
+const RAW = join(here, 'raw-sqlite.mjs');
+const PROBE = join(here, 'probe-groups.mjs');
+const LAUNCH_DIST = join(here, 'launch-dist.mjs');
+
+const usage = `Usage: node bench/append/run.mjs [options]   (npm run bench:append -- [options])
+
+  --quick              smoke run: 1 round, 0.4 s warm-up, 1.2 s per measurement (about 30 s)
+  --rounds N           repetitions of every measurement, order alternated (default 2)
+  --warmup S           warm-up seconds per measurement (default 1.5)
+  --duration S         measured seconds per measurement (default 5)
+  --modes LIST         durability modes, comma separated (default full,relaxed)
+  --scenarios LIST     a,b,c (default all)
+  --clients N          concurrent clients of scenario b (default 50)
+  --streams N          streams of scenario b (default 100)
+  --batch N            events per request of scenario c (default 100)
+  --batch-clients N    concurrent clients of scenario c (default 1)
+  --only WHAT          rivulet | baseline: run one side of the HTTP comparison
+  --variant NAME=PATH  also measure another server build (repeatable, interleaved with the others):
+                       PATH is a packages/server dist folder (started by launch-dist.mjs; keep
+                       copies inside the repo, e.g. bench/.variants/NAME/dist), or a script run as
+                       "node PATH serve --port 0 --data DIR --durability MODE" that prints
+                       "listening on http://HOST:PORT"
+  --probe              preload probe-groups.mjs into the Rivulet server: group-commit sizes, fsync times
+  --profile            run the server children with --cpu-prof (profiles under bench/results/profiles/)
+  --out FILE           JSON result file (default bench/results/append-<timestamp>.json)
+  --no-write           do not write the JSON result file
+  -h, --help           this text`;
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    warmup: { type: 'string' },
+    duration: { type: 'string' },
+    modes: { type: 'string', default: 'full,relaxed' },
+    scenarios: { type: 'string', default: 'a,b,c' },
+    clients: { type: 'string', default: '50' },
+    streams: { type: 'string', default: '100' },
+    batch: { type: 'string', default: '100' },
+    'batch-clients': { type: 'string', default: '1' },
+    only: { type: 'string' },
+    variant: { type: 'string', multiple: true, default: [] },
+    probe: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (flags.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+const cfg = {
+  rounds: Number(flags.rounds ?? (flags.quick ? 1 : 2)),
+  warmupMs: Number(flags.warmup ?? (flags.quick ? 0.4 : 1.5)) * 1000,
+  durationMs: Number(flags.duration ?? (flags.quick ? 1.2 : 5)) * 1000,
+  rawWarmupMs: flags.quick ? 200 : 300,
+  rawDurationMs: flags.quick ? 600 : 2000,
+  modes: flags.modes.split(',').map((s) => s.trim()),
+  scenarios: flags.scenarios.split(',').map((s) => s.trim()),
+  bClients: Number(flags.clients),
+  bStreams: Number(flags.streams),
+  batch: Number(flags.batch),
+  cClients: Number(flags['batch-clients']),
+  only: flags.only ?? null,
+  variants: flags.variant.map((v) => {
+    const at = v.indexOf('=');
+    if (at <= 0) throw new Error(`--variant expects NAME=PATH, got ${v}`);
+    const path = resolve(v.slice(at + 1));
+    return statSync(path).isDirectory() ? { name: v.slice(0, at), launcher: LAUNCH_DIST, launcherArgs: ['--dist', path] } : { name: v.slice(0, at), launcher: path, launcherArgs: [] };
+  }),
+  probe: flags.probe,
+  profile: flags.profile,
+};
+for (const m of cfg.modes) if (m !== 'full' && m !== 'relaxed') throw new Error(`unknown mode ${m}`);
+for (const s of cfg.scenarios) if (!['a', 'b', 'c'].includes(s)) throw new Error(`unknown scenario ${s}`);
+
+const SCENARIOS = {
+  a: { name: 'a', title: '1 client, 1 event/request', clients: 1, batch: 1, path: () => '/v1/streams/bench/a' },
+  b: {
+    name: 'b',
+    title: `${cfg.bClients} clients over ${cfg.bStreams} streams, 1 event/request`,
+    clients: cfg.bClients,
+    batch: 1,
+    path: () => `/v1/streams/bench/b-${String(Math.floor(Math.random() * cfg.bStreams)).padStart(3, '0')}`,
+  },
+  c: {
+    name: 'c',
+    title: `${cfg.cClients} client(s), ${cfg.batch} events/request`,
+    clients: cfg.cClients,
+    batch: cfg.batch,
+    path: (client) => `/v1/streams/bench/c-${client}`,
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Child processes and temporary folders; everything is cleaned up on exit, even on Ctrl-C.
+
+const tmpRoot = mkdtempSync(join(os.tmpdir(), 'rivulet-bench-append-'));
+const children = new Set();
+let cleaned = false;
+function cleanup() {
+  if (cleaned) return;
+  cleaned = true;
+  for (const child of children) child.kill('SIGKILL');
+  rmSync(tmpRoot, { recursive: true, force: true });
+}
+process.on('exit', cleanup);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    cleanup();
+    process.exit(130);
+  });
+}
+
+let dirCounter = 0;
+const freshDir = (label) => {
+  const dir = join(tmpRoot, `${String(++dirCounter).padStart(3, '0')}-${label}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
+
+const CLK_TCK = 100; // Linux USER_HZ
+function procCpuMs(pid, withChildren = false) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+    return (ticks * 1000) / CLK_TCK; // utime + stime (+ cutime + cstime)
+  } catch {
+    return NaN;
+  }
+}
+/** CPU of this process plus its waited-for children (utime, stime, cutime, cstime). */
+function ownCpuMs() {
+  return procCpuMs('self', true);
+}
+function machineBusyMs() {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return { busy: ((user + nice + system + irq + softirq + steal) * 1000) / CLK_TCK, idle: ((idle + iowait) * 1000) / CLK_TCK };
+  } catch {
+    return null;
+  }
+}
+
+/** Starts a server child and resolves once it printed "listening on URL". */
+function startServer(args, label) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => fail(new Error(`${label} did not start in 20 s\n${out}${err}`)), 20_000);
+    const fail = (error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(error);
+    };
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m && timer) {
+        clearTimeout(timer);
+        resolvePromise({ child, url: m[1], stderr: () => err });
+      }
+    });
+    child.stderr.on('data', (chunk) => {
+      err += chunk;
+    });
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      if (!/listening on/.test(out)) fail(new Error(`${label} exited (${code ?? signal}) before listening\n${out}${err}`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves with the child's stderr. */
+function stopServer(server) {
+  const { child } = server;
+  return new Promise((resolvePromise) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolvePromise(server.stderr());
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolvePromise(server.stderr());
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function runRaw(mode, rows) {
+  return new Promise((resolvePromise, reject) => {
+    const dir = freshDir(`raw-${mode}-${rows}`);
+    const child = spawn(
+      process.execPath,
+      [RAW, '--data', dir, '--durability', mode, '--rows', String(rows), '--warmup-ms', String(cfg.rawWarmupMs), '--duration-ms', String(cfg.rawDurationMs)],
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    children.add(child);
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c) => (out += c));
+    child.once('exit', (code) => {
+      children.delete(child);
+      rmSync(dir, { recursive: true, force: true });
+      if (code !== 0) return reject(new Error(`raw-sqlite exited with ${code}`));
+      resolvePromise(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+const profileDir = join(root, 'bench', 'results', 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+
+async function runHttp(impl, mode, scenario, round) {
+  const dir = freshDir(`${impl}-${mode}-${scenario.name}`);
+  const nodeFlags = [];
+  const variant = cfg.variants.find((v) => v.name === impl);
+  if (impl !== 'baseline' && cfg.probe) nodeFlags.push('--import', PROBE);
+  if (cfg.profile) {
+    mkdirSync(profileDir, { recursive: true });
+    nodeFlags.push('--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${impl}-${mode}-${scenario.name}-r${round}.cpuprofile`);
+  }
+  const args =
+    impl === 'baseline'
+      ? [...nodeFlags, BASELINE, '--port', '0', '--data', dir, '--durability', mode]
+      : [...nodeFlags, ...(variant ? [variant.launcher, ...variant.launcherArgs] : [CLI]), 'serve', '--port', '0', '--data', dir, '--durability', mode];
+  const server = await startServer(args, impl);
+  const cpu0 = procCpuMs(server.child.pid);
+  const self0 = process.cpuUsage();
+  const machine0 = machineBusyMs();
+  const t0 = performance.now();
+  const load = await runLoad({
+    url: server.url,
+    path: scenario.path,
+    clients: scenario.clients,
+    batch: scenario.batch,
+    warmupMs: cfg.warmupMs,
+    durationMs: cfg.durationMs,
+  });
+  const elapsed = performance.now() - t0;
+  const serverCpuMs = procCpuMs(server.child.pid) - cpu0;
+  const self = process.cpuUsage(self0);
+  const machine1 = machineBusyMs();
+  const serverCpu = serverCpuMs / elapsed;
+  // CPU that neither the server nor the load generator used during this measurement, in cores.
+  const otherCores =
+    machine0 && machine1 ? Math.max(0, machine1.busy - machine0.busy - serverCpuMs - (self.user + self.system) / 1000) / elapsed : NaN;
+  const stderr = await stopServer(server);
+  rmSync(dir, { recursive: true, force: true });
+  const probeLine = stderr.split('\n').find((l) => l.startsWith('PROBE '));
+  const serverCpuPerRequestMs = serverCpuMs / Math.max(1, load.totalRequests);
+  const result = { impl, mode, scenario: scenario.name, round, ...load, serverCpu, serverCpuPerRequestMs, otherCores };
+  if (probeLine) result.probe = JSON.parse(probeLine.slice(6));
+  const otherStderr = stderr
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('PROBE '))
+    .join('\n');
+  if (otherStderr) result.serverStderr = otherStderr.slice(0, 2000);
+  if (load.errors > 0) console.error(`  ! ${impl} ${mode} ${scenario.name}: ${load.errors} failed requests, first: ${load.firstError}`);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const median = (xs) => {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
+const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '-');
+const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
+
+/** The commit measured, and whether packages/ had uncommitted changes (the build measured them too). */
+function gitState() {
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: root, encoding: 'utf8' }).trim() !== '';
+    return { commit, packagesDirty: dirty };
+  } catch {
+    return null;
+  }
+}
+
+function cpuModel() {
+  try {
+    return /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model;
+  } catch {
+    return os.cpus()[0]?.model;
+  }
+}
+
+async function main() {
+  const startedAt = new Date();
+  const wall0 = performance.now();
+  const busy0 = machineBusyMs();
+  const ourCpu0 = ownCpuMs();
+  const load0 = os.loadavg();
+  const machine = {
+    date: startedAt.toISOString(),
+    nproc: os.availableParallelism?.() ?? os.cpus().length,
+    cpuModel: cpuModel(),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
+    loadavgAtStart: load0,
+    git: gitState(),
+  };
+  const estimate =
+    (cfg.modes.length * cfg.scenarios.length * ((cfg.only ? 1 : 2) + cfg.variants.length) * cfg.rounds * (cfg.warmupMs + cfg.durationMs + 700) +
+      cfg.modes.length * 2 * cfg.rounds * (cfg.rawWarmupMs + cfg.rawDurationMs + 300)) /
+    1000;
+  console.log(`bench/append on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, load average ${load0.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `${cfg.rounds} round(s), ${cfg.warmupMs / 1000} s warm-up + ${cfg.durationMs / 1000} s measured per run, about ${Math.round(estimate)} s in all\n`,
+  );
+
+  const runs = [];
+  const raw = [];
+  let otherCpuMs = 0;
+  for (const mode of cfg.modes) {
+    for (let round = 0; round < cfg.rounds; round++) {
+      // Alternate the order between rounds so drift on a noisy machine hits both sides alike.
+      const all = [...(cfg.only ? [cfg.only] : ['baseline', 'rivulet']), ...cfg.variants.map((v) => v.name)];
+      const impls = round % 2 === 0 ? all : [...all].reverse();
+      for (const name of cfg.scenarios) {
+        for (const impl of impls) {
+          const r = await runHttp(impl, mode, SCENARIOS[name], round);
+          runs.push(r);
+          console.log(
+            `  ${mode.padEnd(7)} ${name} ${impl.padEnd(Math.max(8, ...cfg.variants.map((v) => v.name.length)))} r${round}: ${fmtN(r.eventsPerSec).padStart(8)} ev/s ${fmtN(r.requestsPerSec).padStart(7)} req/s  p50 ${fmtMs(r.p50ms)} ms  p99 ${fmtMs(r.p99ms)} ms  server cpu ${(r.serverCpu * 100).toFixed(0)}% (${(r.serverCpuPerRequestMs * 1000).toFixed(0)} µs/req)  loadgen cpu ${(r.loadgenCpu * 100).toFixed(0)}%  others ${(r.otherCores * 100).toFixed(0)}%${r.errors ? `  ERRORS ${r.errors}` : ''}`,
+          );
+          if (r.probe) {
+            const p = r.probe;
+            console.log(
+              `      probe: ${p.commits} commits, appends/commit mean ${p.savepointsPerCommit?.mean.toFixed(1)} p50 ${p.savepointsPerCommit?.p50} max ${p.savepointsPerCommit?.max}, COMMIT ms p50 ${fmtMs(p.commitMs?.p50)} p99 ${fmtMs(p.commitMs?.p99)}, time in COMMIT ${((p.commitTotalMs / p.uptimeMs) * 100).toFixed(0)}% of uptime`,
+            );
+          }
+        }
+      }
+      for (const rows of [1, cfg.batch]) {
+        const r = { mode, round, ...(await runRaw(mode, rows)) };
+        raw.push(r);
+        console.log(`  ${mode.padEnd(7)} raw SQLite ${String(rows).padStart(3)} row(s)/tx r${round}: ${fmtN(r.rowsPerSec).padStart(8)} rows/s  p50 ${fmtMs(r.p50ms)} ms  p99 ${fmtMs(r.p99ms)} ms`);
+      }
+    }
+  }
+
+  const wallMs = performance.now() - wall0;
+  const busy1 = machineBusyMs();
+  // Our own CPU: this process (the load generator) and every child it waited for (servers, raw runs).
+  const ourCpuMs = ownCpuMs() - ourCpu0;
+  if (busy0 && busy1) otherCpuMs = Math.max(0, busy1.busy - busy0.busy - ourCpuMs);
+  machine.loadavgAtEnd = os.loadavg();
+  machine.otherProcessesCpuShare = busy0 && busy1 ? otherCpuMs / (busy1.busy - busy0.busy + busy1.idle - busy0.idle) : null;
+
+  // Summaries: medians over rounds.
+  const pick = (impl, mode, scenario) => runs.filter((r) => r.impl === impl && r.mode === mode && r.scenario === scenario);
+  const agg = (rs) =>
+    rs.length === 0
+      ? null
+      : {
+          eventsPerSec: median(rs.map((r) => r.eventsPerSec)),
+          requestsPerSec: median(rs.map((r) => r.requestsPerSec)),
+          p50ms: median(rs.map((r) => r.p50ms)),
+          p99ms: median(rs.map((r) => r.p99ms)),
+          serverCpu: median(rs.map((r) => r.serverCpu)),
+          serverCpuPerRequestMs: median(rs.map((r) => r.serverCpuPerRequestMs)),
+          maxOtherCores: Math.max(...rs.map((r) => (Number.isFinite(r.otherCores) ? r.otherCores : 0))),
+          errors: rs.reduce((s, r) => s + r.errors, 0),
+          rounds: rs.length,
+        };
+  const rawAgg = (mode, rows) => {
+    const rs = raw.filter((r) => r.mode === mode && r.rowsPerTx === rows);
+    return rs.length ? { rowsPerSec: median(rs.map((r) => r.rowsPerSec)), p50ms: median(rs.map((r) => r.p50ms)), p99ms: median(rs.map((r) => r.p99ms)) } : null;
+  };
+  const summary = [];
+  for (const mode of cfg.modes) {
+    for (const name of cfg.scenarios) {
+      const rivulet = agg(pick('rivulet', mode, name));
+      const baseline = agg(pick('baseline', mode, name));
+      const rawBase = rawAgg(mode, name === 'c' ? cfg.batch : 1);
+      summary.push({
+        mode,
+        scenario: name,
+        title: SCENARIOS[name].title,
+        rivulet,
+        baseline,
+        raw: rawBase,
+        ratioToBaseline: rivulet && baseline ? rivulet.eventsPerSec / baseline.eventsPerSec : null,
+        ratioToRaw: rivulet && rawBase ? rivulet.eventsPerSec / rawBase.rowsPerSec : null,
+        variants: Object.fromEntries(
+          cfg.variants.map((v) => {
+            const a = agg(pick(v.name, mode, name));
+            return [
+              v.name,
+              a && {
+                ...a,
+                ratioToBaseline: baseline ? a.eventsPerSec / baseline.eventsPerSec : null,
+                ratioToRivulet: rivulet ? a.eventsPerSec / rivulet.eventsPerSec : null,
+              },
+            ];
+          }),
+        ),
+      });
+    }
+  }
+
+  const targets = [];
+  for (const s of summary) {
+    if (s.scenario === 'b' && s.rivulet && s.baseline) {
+      const pass = s.ratioToBaseline >= 1.0 && s.rivulet.p99ms < 25 && s.rivulet.errors === 0;
+      targets.push({ mode: s.mode, scenario: 'b', target: '>= 1.0x bare node:http+SQLite, p99 < 25 ms', ratio: s.ratioToBaseline, p99ms: s.rivulet.p99ms, pass });
+    }
+    if (s.scenario === 'a' && s.rivulet && s.baseline) {
+      const pass = s.ratioToBaseline >= 0.7 && s.rivulet.errors === 0;
+      targets.push({ mode: s.mode, scenario: 'a', target: '>= 0.7x bare node:http+SQLite', ratio: s.ratioToBaseline, pass });
+    }
+  }
+
+  // The table.
+  const header = [
+    'mode',
+    'scenario',
+    'Rivulet ev/s',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'CPU µs/req',
+    'bare http+SQLite ev/s',
+    'p50/p99 ms',
+    'CPU µs/req',
+    'ratio',
+    'raw SQLite rows/s',
+    'ratio',
+    'others',
+  ];
+  const us = (ms) => (Number.isFinite(ms) ? String(Math.round(ms * 1000)) : '-');
+  const rows = summary.map((s) => [
+    s.mode,
+    `(${s.scenario}) ${s.title}`,
+    fmtN(s.rivulet?.eventsPerSec),
+    fmtN(s.rivulet?.requestsPerSec),
+    fmtMs(s.rivulet?.p50ms),
+    fmtMs(s.rivulet?.p99ms),
+    us(s.rivulet?.serverCpuPerRequestMs),
+    fmtN(s.baseline?.eventsPerSec),
+    s.baseline ? `${fmtMs(s.baseline.p50ms)}/${fmtMs(s.baseline.p99ms)}` : '-',
+    us(s.baseline?.serverCpuPerRequestMs),
+    fmtX(s.ratioToBaseline),
+    s.raw ? `${fmtN(s.raw.rowsPerSec)} (${s.scenario === 'c' ? cfg.batch : 1}/tx)` : '-',
+    fmtX(s.ratioToRaw),
+    `${Math.round(Math.max(s.rivulet?.maxOtherCores ?? 0, s.baseline?.maxOtherCores ?? 0) * 100)}%`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  console.log('');
+  console.log(line(header));
+  console.log(`|${widths.map((w, i) => (i < 2 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  for (const r of rows) console.log(line(r));
+  console.log(
+    '\nmedians over rounds; CPU µs/req: CPU of the server process per request; others: most CPU (% of one core) that other processes used during any run of the row',
+  );
+  if (cfg.variants.length > 0) {
+    console.log('\nvariants (medians):');
+    for (const s of summary) {
+      for (const [vname, v] of Object.entries(s.variants)) {
+        if (!v) continue;
+        console.log(
+          `  ${s.mode.padEnd(7)} (${s.scenario}) ${vname}: ${fmtN(v.eventsPerSec)} ev/s ${fmtN(v.requestsPerSec)} req/s p50 ${fmtMs(v.p50ms)} p99 ${fmtMs(v.p99ms)} ms; ${fmtX(v.ratioToBaseline)} bare baseline, ${fmtX(v.ratioToRivulet)} rivulet`,
+        );
+      }
+    }
+  }
+  console.log('');
+  for (const t of targets) {
+    console.log(
+      `${t.pass ? 'PASS' : 'MISS'}  ${t.mode.padEnd(7)} (${t.scenario}) ${t.target}: ${fmtX(t.ratio)}${t.p99ms !== undefined ? `, p99 ${fmtMs(t.p99ms)} ms` : ''}`,
+    );
+  }
+  console.log(
+    `\n${Math.round(wallMs / 1000)} s; other processes used ${machine.otherProcessesCpuShare === null ? '?' : `${(machine.otherProcessesCpuShare * 100).toFixed(0)}%`} of the machine's CPU during the run; load average at end ${machine.loadavgAtEnd.map((l) => l.toFixed(2)).join(' ')}`,
+  );
+
+  const errors = runs.reduce((s, r) => s + r.errors, 0);
+  if (errors > 0) console.log(`WARNING: ${errors} failed requests (see the JSON for the first error of each run)`);
+
+  if (!flags['no-write']) {
+    const out = flags.out ?? join(root, 'bench', 'results', `append-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ bench: 'append', machine, config: { ...cfg, quick: flags.quick }, summary, targets, runs, raw, wallSeconds: wallMs / 1000 }, null, 2)}\n`);
+    console.log(`results: ${relative(process.cwd(), out)}`);
+  }
+  if (cfg.profile) console.log(`CPU profiles: ${relative(process.cwd(), profileDir)}`);
+}
+
+main().then(
+  () => {
+    cleanup();
+  },
+  (error) => {
+    console.error(error);
+    cleanup();
+    process.exitCode = 1;
+  },
+);
