@@ -312,7 +312,7 @@ function checkInvariants(actor: StreamActor, deps: ActorDeps, model: Model): voi
   // Replay = live state = saved state = a freshly loaded actor's state.
   const replayed = replay(all.events);
   expect(replayed).toEqual(actor.coreState);
-  expect(JSON.parse(row!.state)).toEqual(replayed);
+  expect(store.stateOf(row!)).toEqual(replayed);
   expect(row!.head).toBe(model.head);
   expect(row!.stream_id).toBe(all.streamId);
   expect(row!.created_at).toBe(created.createdAt);

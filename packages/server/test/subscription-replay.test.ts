@@ -301,7 +301,7 @@ describe('subscription state: replay = live', () => {
             const events = world.durableEvents(p);
             expect(replay(events)).toEqual(live);
             if (live === null) continue;
-            expect(JSON.parse(world.store.find(PROJECT, p)!.state)).toEqual(live);
+            expect(world.store.stateOf(world.store.find(PROJECT, p)!)).toEqual(live);
             expect(reloaded.get(PROJECT, p).coreState).toEqual(live);
             expect(live.maxOffset).toBe(events[events.length - 1]!.offset);
             // each fence record is the stamp of the last copy committed for its (source, key)

@@ -49,7 +49,9 @@ class Stream {
     if (decision.fresh.length > 0) {
       this.events.push(...decision.fresh.map((f) => f.event));
       this.state = decision.state;
-      this.stateBytes = utf8Length(decision.stateJson);
+      this.stateBytes = decision.stateBytes;
+      // The size kept without serialising must be the size of the state as JSON.
+      expect(decision.stateBytes).toBe(utf8Length(JSON.stringify(decision.state)));
       this.head = decision.head;
     }
     return decision.results;
@@ -159,7 +161,7 @@ describe('decideAppend: idempotency (SEMANTICS §1.4)', () => {
     expect(decision.fresh).toEqual([]);
     expect(decision.head).toBe(s.head);
     expect(decision.state).toBe(s.state);
-    expect(decision.stateJson).toBe('');
+    expect(decision.stateJson).toBeNull();
   });
 
   it('a repeat among new events returns the stored one in place', () => {
@@ -330,7 +332,7 @@ describe('decideAppend: core state byte limit (SEMANTICS §2.5)', () => {
   function bytesAfterPause(reason: string): number {
     const s = new Stream();
     s.append([x(0)]);
-    return utf8Length(s.decide([paused(reason)]).stateJson);
+    return s.decide([paused(reason)]).stateBytes;
   }
 
   it('a batch may grow the state up to the limit, not one byte past it (LIMIT_EXCEEDED)', () => {

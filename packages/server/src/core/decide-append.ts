@@ -52,9 +52,22 @@ export interface AppendDecision {
   /** Events to write, in offset order (a new stream's created event first). */
   fresh: FreshEvent[];
   state: CoreState;
-  stateJson: string;
+  /** The state as JSON, or null when only its counters changed (eventCount, maxOffset). */
+  stateJson: string | null;
+  /** Bytes of the state as JSON. */
+  stateBytes: number;
   head: number;
 }
+
+/** Whether two states differ at most in their counters (shared branches are compared by reference). */
+function countersOnly(before: CoreState, after: CoreState): boolean {
+  for (const key of Object.keys(after) as (keyof CoreState)[]) {
+    if (key !== 'eventCount' && key !== 'maxOffset' && before[key] !== after[key]) return false;
+  }
+  return true;
+}
+
+const digits = (n: number) => String(n).length;
 
 function bodyOf(e: { type: string; payload?: unknown; metadata?: unknown; ephemeral?: true }): string {
   return canonicalJson({ type: e.type, payload: e.payload, metadata: e.metadata, ephemeral: e.ephemeral });
@@ -155,17 +168,28 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
   });
 
   const finalState = state!;
-  // A batch of pure repeats writes nothing, so its state is neither serialised nor measured.
-  const stateJson = fresh.length > 0 ? JSON.stringify(finalState) : '';
-  if (fresh.length > 0) {
-    const bytes = utf8Length(stateJson);
-    if (bytes > env.maxCoreStateBytes && bytes > env.stateBytes) {
-      throw new RivuletError(
-        'LIMIT_EXCEEDED',
-        `this append would grow the stream's core state to ${bytes} bytes; the limit is ${env.maxCoreStateBytes} bytes`,
-        { bytes, limit: env.maxCoreStateBytes },
-      );
-    }
+  if (fresh.length === 0) return { results, fresh, state: finalState, stateJson: null, stateBytes: env.stateBytes, head };
+  // The common append changes only the counters: its size follows from their digits, and the state
+  // text need not be serialised at all. Anything else is serialised and measured (SEMANTICS §2.5).
+  let stateJson: string | null = null;
+  let bytes: number;
+  if (env.state !== null && countersOnly(env.state, finalState)) {
+    bytes =
+      env.stateBytes -
+      digits(env.state.eventCount) -
+      digits(env.state.maxOffset) +
+      digits(finalState.eventCount) +
+      digits(finalState.maxOffset);
+  } else {
+    stateJson = JSON.stringify(finalState);
+    bytes = utf8Length(stateJson);
   }
-  return { results, fresh, state: finalState, stateJson, head };
+  if (bytes > env.maxCoreStateBytes && bytes > env.stateBytes) {
+    throw new RivuletError(
+      'LIMIT_EXCEEDED',
+      `this append would grow the stream's core state to ${bytes} bytes; the limit is ${env.maxCoreStateBytes} bytes`,
+      { bytes, limit: env.maxCoreStateBytes },
+    );
+  }
+  return { results, fresh, state: finalState, stateJson, stateBytes: bytes, head };
 }

@@ -19,6 +19,7 @@ import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
+import { rememberJson } from './event-json.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 
 export interface ActorDeps {
@@ -83,7 +84,7 @@ export class StreamActor {
     const storage = this.deps.store.storage;
     if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
     const row = this.deps.store.find(this.projectId, this.path);
-    const state = row ? (JSON.parse(row.state) as CoreState) : null;
+    const state = row ? this.deps.store.stateOf(row) : null;
     const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null);
     if (row && (subscriptions.size > 0 || Object.keys(state!.subscriptions.outbound.byKey).length > 0)) {
       storage.transaction(() => subscriptions.repair(state, row.sid));
@@ -92,7 +93,7 @@ export class StreamActor {
       epoch: storage.epoch,
       sid: row?.sid ?? null,
       state,
-      stateBytes: row ? utf8Length(row.state) : 0,
+      stateBytes: state ? utf8Length(JSON.stringify(state)) : 0,
       head: row?.head ?? 0,
       // Lifetimes must order by createdAt (SEMANTICS §1.2): never below this lifetime's start.
       lastCreatedMs: row ? Date.parse(row.created_at) : 0,
@@ -186,14 +187,15 @@ export class StreamActor {
         store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount);
         loaded.lastPruneMs = nowMs;
       }
-      store.saveHead(sid, decision.head, decision.stateJson);
+      store.saveHead(sid, decision.head, decision.state, decision.stateJson);
       if (decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound) {
         loaded.subscriptions.repair(decision.state, sid);
       }
       loaded.sid = sid;
     });
+    for (const { event, json } of decision.fresh) rememberJson(event, json);
     loaded.state = decision.state;
-    loaded.stateBytes = utf8Length(decision.stateJson);
+    loaded.stateBytes = decision.stateBytes;
     loaded.head = decision.head;
     loaded.lastCreatedMs = nowMs;
     return decision;

@@ -6,7 +6,7 @@
 import { RivuletError } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -17,6 +17,8 @@ const DDL = [
      stream_id TEXT NOT NULL,
      created_at TEXT NOT NULL,
      head INTEGER NOT NULL,
+     event_count INTEGER NOT NULL,
+     max_offset INTEGER NOT NULL,
      state TEXT NOT NULL,
      format INTEGER NOT NULL,
      UNIQUE (project, path)

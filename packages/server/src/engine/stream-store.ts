@@ -2,7 +2,7 @@
  * Row access of the engine: every SQL statement the stream actor runs, over the storage port.
  * Holds no state of its own; one instance serves every stream of a database.
  */
-import type { CommittedEvent, StreamListEntry } from '@rivulet/contract';
+import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 import { FORMAT_VERSION } from './schema.js';
 
@@ -11,6 +11,9 @@ export interface StreamRow {
   stream_id: string;
   created_at: string;
   head: number;
+  event_count: number;
+  max_offset: number;
+  /** Core state JSON; its eventCount and maxOffset may lag: the columns above hold them (stateOf). */
   state: string;
 }
 
@@ -47,7 +50,7 @@ export class StreamStore {
 
   find(projectId: string | null, path: string): StreamRow | undefined {
     return this.storage.exec<StreamRow>(
-      `SELECT sid, stream_id, created_at, head, state FROM streams WHERE project = ? AND path = ?`,
+      `SELECT sid, stream_id, created_at, head, event_count, max_offset, state FROM streams WHERE project = ? AND path = ?`,
       projectKey(projectId),
       path,
     )[0];
@@ -55,8 +58,8 @@ export class StreamStore {
 
   create(projectId: string | null, path: string, streamId: string, createdAt: string): number {
     const row = this.storage.exec<{ sid: number }>(
-      `INSERT INTO streams (project, path, stream_id, created_at, head, state, format)
-       VALUES (?, ?, ?, ?, 0, '', ?) RETURNING sid`,
+      `INSERT INTO streams (project, path, stream_id, created_at, head, event_count, max_offset, state, format)
+       VALUES (?, ?, ?, ?, 0, 0, 0, '', ?) RETURNING sid`,
       projectKey(projectId),
       path,
       streamId,
@@ -66,8 +69,37 @@ export class StreamStore {
     return row.sid;
   }
 
-  saveHead(sid: number, head: number, stateJson: string): void {
-    this.storage.run(`UPDATE streams SET head = ?, state = ? WHERE sid = ?`, head, stateJson, sid);
+  /** The core state of a row, with its counters from their columns. */
+  stateOf(row: StreamRow): CoreState {
+    const state = JSON.parse(row.state) as CoreState;
+    state.eventCount = row.event_count;
+    state.maxOffset = row.max_offset;
+    return state;
+  }
+
+  /**
+   * Saves the head and the state. Most appends change only the state's counters: then the state
+   * text is not rewritten (stateJson null), which keeps the common append to one small row update.
+   */
+  saveHead(sid: number, head: number, state: CoreState, stateJson: string | null): void {
+    if (stateJson === null) {
+      this.storage.run(
+        `UPDATE streams SET head = ?, event_count = ?, max_offset = ? WHERE sid = ?`,
+        head,
+        state.eventCount,
+        state.maxOffset,
+        sid,
+      );
+    } else {
+      this.storage.run(
+        `UPDATE streams SET head = ?, event_count = ?, max_offset = ?, state = ? WHERE sid = ?`,
+        head,
+        state.eventCount,
+        state.maxOffset,
+        stateJson,
+        sid,
+      );
+    }
   }
 
   insertEvent(sid: number, row: EventRowInput): void {

@@ -11,6 +11,7 @@
 import type { CommittedEvent } from '@rivulet/contract';
 import type { StreamActor } from './actor.js';
 import type { RawEvent } from './stream-store.js';
+import { committedJson } from './event-json.js';
 
 export type TailItem =
   | { kind: 'opened'; streamId: string | null; streamMaxOffset: number }
@@ -90,7 +91,7 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
         // Events committed before the destroy are delivered first, then the end of the lifetime.
         const last = queue.filter((e) => e.offset > cursor);
         queue = [];
-        if (last.length > 0) yield { kind: 'events', events: last.map((e) => ({ offset: e.offset, json: JSON.stringify(e) })) };
+        if (last.length > 0) yield { kind: 'events', events: last.map((e) => ({ offset: e.offset, json: committedJson(e) })) };
         yield { kind: 'destroyed' };
         return;
       }
@@ -103,7 +104,7 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
       queue = [];
       if (fresh.length > 0) {
         cursor = fresh[fresh.length - 1]!.offset;
-        yield { kind: 'events', events: fresh.map((e) => ({ offset: e.offset, json: JSON.stringify(e) })) };
+        yield { kind: 'events', events: fresh.map((e) => ({ offset: e.offset, json: committedJson(e) })) };
         continue;
       }
       await new Promise<void>((resolve) => {

@@ -7,6 +7,7 @@ import { RivuletError } from '@rivulet/contract';
 import type { StreamService } from '../engine/service.js';
 import type { ServerMetrics } from '../engine/metrics.js';
 import { authenticate, type TokenTable } from './auth.js';
+import { headerReader } from './request-headers.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from './errors.js';
 import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
 import {
@@ -17,7 +18,7 @@ import {
   stateMethod,
   type CustomMethod,
 } from './stream-routes.js';
-import { STREAMS_PREFIX } from './stream-url.js';
+import { STREAMS_PREFIX, parseStreamAddress } from './stream-url.js';
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 
 export interface AppOptions {
@@ -34,10 +35,14 @@ export interface AppOptions {
   ready?(): boolean;
 }
 
+/** The Node incoming message, when the host is Node (the adapter passes it as a binding). */
+function incomingOf(c: Context): { url?: string; headers?: Record<string, string | string[] | undefined> } | undefined {
+  return (c.env as { incoming?: { url?: string; headers?: Record<string, string | string[] | undefined> } } | undefined)?.incoming;
+}
+
 /** The request path exactly as the client sent it, before URL normalisation removed dot segments. */
 function rawPathOf(c: Context): string {
-  const incoming = (c.env as { incoming?: { url?: string } } | undefined)?.incoming;
-  const raw = incoming?.url;
+  const raw = incomingOf(c)?.url;
   if (typeof raw === 'string' && raw.startsWith('/')) {
     const q = raw.indexOf('?');
     return q === -1 ? raw : raw.slice(0, q);
@@ -61,11 +66,14 @@ export function createApp(options: AppOptions): Hono {
     const started = performance.now();
     const rawPath = rawPathOf(c);
     const isStream = rawPath.startsWith(`${STREAMS_PREFIX}/`);
-    let route = isStream ? routeTemplate(c.req.method, rawPath) : `${c.req.method} ${c.req.routePath}`;
+    let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
     try {
       if (isStream) {
-        const principal = authenticate(c.req.raw.headers, options.tokens);
-        c.res = await handleStreamRequest(c.req.raw, rawPath, principal, {
+        const address = parseStreamAddress(rawPath);
+        route = routeTemplate(c.req.method, address, methods);
+        const headers = headerReader(c.req.raw, incomingOf(c));
+        const principal = authenticate(headers, options.tokens);
+        c.res = await handleStreamRequest(c.req.raw, headers, address, principal, {
           service: options.service,
           maxBodyBytes: options.maxBodyBytes,
           methods,

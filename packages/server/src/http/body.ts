@@ -4,6 +4,7 @@
  * SEMANTICS §8), and clear INVALID_INPUT / PAYLOAD_TOO_LARGE answers instead of crashes.
  */
 import { Limits, RivuletError } from '@rivulet/contract';
+import type { HeaderReader } from './request-headers.js';
 
 export function requireJsonContentType(contentType: string | null | undefined): void {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
@@ -19,11 +20,28 @@ function tooLarge(limit: number): RivuletError {
   return new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit });
 }
 
-export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  const declared = request.headers.get('content-length');
+export async function readBodyText(request: Request, headers: HeaderReader, maxBytes: number): Promise<string> {
+  const declared = headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  if (!request.body) return '';
-  const reader = request.body.getReader();
+  // A declared length is already within the cap: read it in one go. On Node this must not touch
+  // `request.body`, which would build the web stream machinery, the largest cost of a small
+  // append. A chunked body is counted while it is read.
+  let bytes: Uint8Array;
+  if (declared !== null) bytes = new Uint8Array(await request.arrayBuffer());
+  else if (request.body) bytes = await readCapped(request.body, maxBytes);
+  else return '';
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new RivuletError('INVALID_INPUT', 'request body is not valid UTF-8');
+  }
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -42,11 +60,7 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
     bytes.set(c, at);
     at += c.byteLength;
   }
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw new RivuletError('INVALID_INPUT', 'request body is not valid UTF-8');
-  }
+  return bytes;
 }
 
 /** Deepest array/object nesting of a JSON text (strings skipped), or -1 as soon as it passes `limit`. */
@@ -90,7 +104,7 @@ export function parseJsonText(text: string): unknown {
   }
 }
 
-export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  requireJsonContentType(request.headers.get('content-type'));
-  return parseJsonText(await readBodyText(request, maxBytes));
+export async function readJsonBody(request: Request, headers: HeaderReader, maxBytes: number): Promise<unknown> {
+  requireJsonContentType(headers.get('content-type'));
+  return parseJsonText(await readBodyText(request, headers, maxBytes));
 }

@@ -18,10 +18,13 @@ import type { StreamService } from '../engine/service.js';
 import type { Principal } from './auth.js';
 import { readJsonBody } from './body.js';
 import { sseResponse } from './sse.js';
-import { parseStreamAddress } from './stream-url.js';
+import type { StreamAddress } from './stream-url.js';
+import type { HeaderReader } from './request-headers.js';
+import { committedJson } from '../engine/event-json.js';
 
 export interface StreamRequest {
   request: Request;
+  headers: HeaderReader;
   url: URL;
   principal: Principal;
   path: string;
@@ -74,34 +77,32 @@ function splitTypes(value: string | undefined): string[] | undefined {
   return types.length > 0 ? types : undefined;
 }
 
-/** The route template of a request, for metrics labels (bounded cardinality). */
-export function routeTemplate(method: string, rawPath: string): string {
-  try {
-    const address = parseStreamAddress(rawPath);
-    return `${method} /v1/streams/{path}${address.method ? `:${address.method}` : ''}`;
-  } catch {
-    return `${method} /v1/streams/{invalid}`;
-  }
+/** The route template of a request, for metrics labels (bounded cardinality: known methods only). */
+export function routeTemplate(method: string, address: StreamAddress | undefined, known: ReadonlyMap<string, unknown>): string {
+  if (!address) return `${method} /v1/streams/{invalid}`;
+  if (address.method === null) return `${method} /v1/streams/{path}`;
+  return `${method} /v1/streams/{path}:${known.has(address.method) ? address.method : '{unknown}'}`;
 }
 
 export async function handleStreamRequest(
   request: Request,
-  rawPath: string,
+  headers: HeaderReader,
+  address: StreamAddress,
   principal: Principal,
   options: StreamRouteOptions,
 ): Promise<Response> {
   const url = new URL(request.url);
-  const address = parseStreamAddress(rawPath);
   const { service } = options;
   const projectId = principal.projectId;
   const req: StreamRequest = {
     request,
+    headers,
     url,
     principal,
     path: address.path,
     service,
     maxBodyBytes: options.maxBodyBytes,
-    json: () => readJsonBody(request, options.maxBodyBytes),
+    json: () => readJsonBody(request, headers, options.maxBodyBytes),
   };
 
   if (address.method !== null) {
@@ -125,7 +126,11 @@ export async function handleStreamRequest(
         ? parseOrThrow(EventBatchSchema, body, 'events')
         : [parseOrThrow(EventInputSchema, body, 'event')];
       const events = await service.append(projectId, address.path, inputs);
-      return json({ events });
+      // Fresh events are answered with the JSON text they were stored as (no second stringify).
+      return new Response(`{"events":[${events.map(committedJson).join(',')}]}`, {
+        status: 200,
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
     }
     case 'GET':
     case 'HEAD': {
@@ -141,7 +146,7 @@ export async function handleStreamRequest(
             'live=sse takes only afterOffset, eventTypes and expectedStreamId (live readers get ephemeral events appended while they are open)',
           );
         }
-        const lastEventId = request.headers.get('last-event-id');
+        const lastEventId = headers.get('last-event-id');
         let afterOffset = q.afterOffset ?? 0;
         if (lastEventId !== null && lastEventId.trim() !== '') {
           if (!/^\d{1,16}$/.test(lastEventId.trim())) {
