@@ -7,18 +7,17 @@
  *   npm run bench:append -- --quick      # smoke run (about 30 seconds)
  *   node bench/append/run.mjs --help     # every option (expects a built workspace)
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { runLoad } from './loadgen.mjs';
+import { CLI, cpuModel, gitState, machineBusyMs, ownCpuMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '..', '..');
-const CLI = join(root, 'packages', 'cli', 'bin', 'rivulet.js');
 const BASELINE = join(here, 'baseline-server.mjs');
 const RAW = join(here, 'raw-sqlite.mjs');
 const PROBE = join(here, 'probe-groups.mjs');
@@ -117,119 +116,23 @@ const SCENARIOS = {
   },
 };
 
-// ---------------------------------------------------------------------------------------------
-// Child processes and temporary folders; everything is cleaned up on exit, even on Ctrl-C.
-
-const tmpRoot = mkdtempSync(join(os.tmpdir(), 'rivulet-bench-append-'));
-const children = new Set();
-let cleaned = false;
-function cleanup() {
-  if (cleaned) return;
-  cleaned = true;
-  for (const child of children) child.kill('SIGKILL');
-  rmSync(tmpRoot, { recursive: true, force: true });
-}
-process.on('exit', cleanup);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
-
-let dirCounter = 0;
-const freshDir = (label) => {
-  const dir = join(tmpRoot, `${String(++dirCounter).padStart(3, '0')}-${label}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-};
-
-const CLK_TCK = 100; // Linux USER_HZ
-function procCpuMs(pid, withChildren = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0);
-    return (ticks * 1000) / CLK_TCK; // utime + stime (+ cutime + cstime)
-  } catch {
-    return NaN;
-  }
-}
-/** CPU of this process plus its waited-for children (utime, stime, cutime, cstime). */
-function ownCpuMs() {
-  return procCpuMs('self', true);
-}
-function machineBusyMs() {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-    return { busy: ((user + nice + system + irq + softirq + steal) * 1000) / CLK_TCK, idle: ((idle + iowait) * 1000) / CLK_TCK };
-  } catch {
-    return null;
-  }
-}
-
-/** Starts a server child and resolves once it printed "listening on URL". */
-function startServer(args, label) {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => fail(new Error(`${label} did not start in 20 s\n${out}${err}`)), 20_000);
-    const fail = (error) => {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(error);
-    };
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m && timer) {
-        clearTimeout(timer);
-        resolvePromise({ child, url: m[1], stderr: () => err });
-      }
-    });
-    child.stderr.on('data', (chunk) => {
-      err += chunk;
-    });
-    child.once('exit', (code, signal) => {
-      children.delete(child);
-      if (!/listening on/.test(out)) fail(new Error(`${label} exited (${code ?? signal}) before listening\n${out}${err}`));
-    });
-  });
-}
-
-/** SIGTERM, then SIGKILL after 10 s; resolves with the child's stderr. */
-function stopServer(server) {
-  const { child } = server;
-  return new Promise((resolvePromise) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolvePromise(server.stderr());
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolvePromise(server.stderr());
-    });
-    child.kill('SIGTERM');
-  });
-}
+// Child processes, temporary folders, CPU accounting and machine facts: bench/lib/processes.mjs.
+const freshDir = tempFolders('rivulet-bench-append-');
 
 function runRaw(mode, rows) {
   return new Promise((resolvePromise, reject) => {
     const dir = freshDir(`raw-${mode}-${rows}`);
-    const child = spawn(
-      process.execPath,
-      [RAW, '--data', dir, '--durability', mode, '--rows', String(rows), '--warmup-ms', String(cfg.rawWarmupMs), '--duration-ms', String(cfg.rawDurationMs)],
-      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    const child = track(
+      spawn(
+        process.execPath,
+        [RAW, '--data', dir, '--durability', mode, '--rows', String(rows), '--warmup-ms', String(cfg.rawWarmupMs), '--duration-ms', String(cfg.rawDurationMs)],
+        { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+      ),
     );
-    children.add(child);
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (c) => (out += c));
     child.once('exit', (code) => {
-      children.delete(child);
       rmSync(dir, { recursive: true, force: true });
       if (code !== 0) return reject(new Error(`raw-sqlite exited with ${code}`));
       resolvePromise(JSON.parse(out.trim().split('\n').pop()));
@@ -299,25 +202,6 @@ const median = (xs) => {
 const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '-');
 const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
-
-/** The commit measured, and whether packages/ had uncommitted changes (the build measured them too). */
-function gitState() {
-  try {
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: root, encoding: 'utf8' }).trim() !== '';
-    return { commit, packagesDirty: dirty };
-  } catch {
-    return null;
-  }
-}
-
-function cpuModel() {
-  try {
-    return /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model;
-  } catch {
-    return os.cpus()[0]?.model;
-  }
-}
 
 async function main() {
   const startedAt = new Date();
@@ -523,13 +407,11 @@ async function main() {
   if (cfg.profile) console.log(`CPU profiles: ${relative(process.cwd(), profileDir)}`);
 }
 
+// Children and temporary folders are cleaned up when the process exits (bench/lib/processes.mjs).
 main().then(
-  () => {
-    cleanup();
-  },
+  () => process.exit(0),
   (error) => {
     console.error(error);
-    cleanup();
-    process.exitCode = 1;
+    process.exit(1);
   },
 );

@@ -86,6 +86,7 @@ export class StreamSender {
   close(): void {
     this.closed = true;
     this.alarm.clear();
+    if (this.actor.exists) this.actor.subscriptions.persistDirty();
   }
 
   check(): void {
@@ -162,9 +163,9 @@ export class StreamSender {
     let current = this.current(key, flight);
     if (!current) return;
     if (collected.kind === 'none') {
-      if (collected.scannedTo !== current.cursor || current.inflightDeadlineAt !== null) {
-        this.write({ ...current, cursor: Math.max(current.cursor, collected.scannedTo), inflightDeadlineAt: null });
-      }
+      const cursor = Math.max(current.cursor, collected.scannedTo);
+      if (current.inflightDeadlineAt !== null) this.write({ ...current, cursor, inflightDeadlineAt: null });
+      else if (cursor !== current.cursor) this.actor.subscriptions.advanceQuietly(current, cursor);
       return;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {

@@ -1,0 +1,60 @@
+/**
+ * Quiet cursor moves (advanceQuietly): past non-matching events the cursor moves in memory and is
+ * persisted every 1000 offsets or by persistDirty, never lost beyond a rescan.
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import type { SubscriptionRow } from '../core/repair.js';
+import { openSchema } from './schema.js';
+import { SubscriptionRuntime } from './subscription-runtime.js';
+
+const row = (cursor: number): SubscriptionRow => ({
+  key: 'k',
+  runConfiguredAt: 2,
+  runCursorSetAt: 0,
+  cursor,
+  attempt: 0,
+  nextAttemptAt: null,
+  inflightDeadlineAt: null,
+  lastError: null,
+  isolate: false,
+  confirmations: 0,
+  confirmOffset: null,
+  skipsWithoutSuccess: 0,
+  halted: false,
+  bytesSent: 0,
+  stats: null,
+});
+
+async function runtime() {
+  const storage = await MemoryStorage.create();
+  openSchema(storage);
+  const rt = new SubscriptionRuntime(storage, 1);
+  storage.transaction(() => rt.write(row(2)));
+  const stored = () => storage.exec<{ cursor: number }>(`SELECT cursor FROM subscription_runtime WHERE key = 'k'`)[0]!.cursor;
+  return { storage, rt, stored };
+}
+
+describe('SubscriptionRuntime.advanceQuietly', () => {
+  it('moves the cursor in memory and persists it only every 1000 offsets', async () => {
+    const { rt, stored } = await runtime();
+    rt.advanceQuietly(rt.get('k')!, 500);
+    expect(rt.get('k')!.cursor).toBe(500);
+    expect(rt.view(600)['k']!.acknowledgedOffset).toBe(500);
+    expect(stored()).toBe(2);
+    rt.advanceQuietly(rt.get('k')!, 1001);
+    expect(stored()).toBe(2);
+    rt.advanceQuietly(rt.get('k')!, 1002);
+    expect(stored()).toBe(1002);
+  });
+
+  it('persistDirty writes what moved quietly; a later full write persists it too', async () => {
+    const { rt, stored } = await runtime();
+    rt.advanceQuietly(rt.get('k')!, 40);
+    rt.persistDirty();
+    expect(stored()).toBe(40);
+    rt.advanceQuietly(rt.get('k')!, 50);
+    rt.write({ ...rt.get('k')!, attempt: 1 });
+    expect(stored()).toBe(50);
+  });
+});
