@@ -31,14 +31,19 @@ export async function readBodyText(request: Request, headers: HeaderReader, maxB
   else if (request.body) bytes = await readCapped(request.body, maxBytes);
   else return '';
   if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  return decodeBody(bytes);
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** Strict UTF-8: a malformed body is INVALID_INPUT, never replacement characters. */
+export function decodeBody(bytes: Uint8Array): string {
   try {
     return decoder.decode(bytes);
   } catch {
     throw new RivuletError('INVALID_INPUT', 'request body is not valid UTF-8');
   }
 }
-
-const decoder = new TextDecoder('utf-8', { fatal: true });
 
 async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
   const reader = body.getReader();

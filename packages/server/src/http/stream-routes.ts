@@ -4,14 +4,11 @@
  * Custom methods (":state", and the commands later capabilities register) are looked up in a table.
  */
 import {
-  EventBatchSchema,
-  EventInputSchema,
   ListQuerySchema,
   ReadQuerySchema,
   RivuletError,
   canonicalizePath,
   parseOrThrow,
-  type EventInput,
 } from '@rivulet/contract';
 import type { ReadRawResult } from '../engine/actor.js';
 import type { StreamService } from '../engine/service.js';
@@ -20,7 +17,7 @@ import { readJsonBody } from './body.js';
 import { sseResponse } from './sse.js';
 import type { StreamAddress } from './stream-url.js';
 import type { HeaderReader } from './request-headers.js';
-import { committedJson } from '../engine/event-json.js';
+import { appendAnswer, parseAppendBody } from './append-body.js';
 
 export interface StreamRequest {
   request: Request;
@@ -120,17 +117,9 @@ export async function handleStreamRequest(
 
   switch (request.method) {
     case 'POST': {
-      const body = await req.json();
-      // Judged by shape first, so that a failure names the field instead of "no union member matched".
-      const inputs: EventInput[] = Array.isArray(body)
-        ? parseOrThrow(EventBatchSchema, body, 'events')
-        : [parseOrThrow(EventInputSchema, body, 'event')];
+      const inputs = parseAppendBody(await req.json());
       const events = await service.append(projectId, address.path, inputs);
-      // Fresh events are answered with the JSON text they were stored as (no second stringify).
-      return new Response(`{"events":[${events.map(committedJson).join(',')}]}`, {
-        status: 200,
-        headers: { 'content-type': 'application/json; charset=utf-8' },
-      });
+      return new Response(appendAnswer(events), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
     }
     case 'GET':
     case 'HEAD': {
