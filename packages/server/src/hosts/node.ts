@@ -4,6 +4,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { getRequestListener, RequestError } from '@hono/node-server';
@@ -22,6 +23,7 @@ import { DeliveryEngine } from '../engine/delivery/engine.js';
 import { copyReceiver } from '../engine/delivery/copy-receiver.js';
 import type { StreamDirectory } from '../ports/directory.js';
 import { nodeAlarms } from './node-alarms.js';
+import { nodeAssets } from './node-assets.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
@@ -40,6 +42,13 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   logger?: ErrorLogger;
   clock?: Clock;
   random?: Random;
+  /** The web UI's built files (default: packages/ui/dist of this checkout). */
+  uiDir?: string;
+}
+
+/** packages/ui/dist beside this package (dist/hosts/node.js → ../../../ui/dist). */
+function defaultUiDir(): string {
+  return fileURLToPath(new URL('../../../ui/dist/', import.meta.url));
 }
 
 export interface RunningServer {
@@ -132,6 +141,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     version: VERSION,
     ...(options.logger ? { logger: options.logger } : {}),
     ready: () => ready,
+    assets: nodeAssets(options.uiDir ?? defaultUiDir()),
   });
 
   // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get

@@ -33,6 +33,11 @@ export interface AppOptions {
   operations?: readonly OpenApiOperation[];
   /** Answers false while starting or shutting down. */
   ready?(): boolean;
+  /**
+   * The web UI's built files (API.md §3 `GET /`): answers a file of the UI for a GET path, or null.
+   * Hosts provide it (the Node host reads packages/ui/dist); without it `/` is NOT_FOUND.
+   */
+  assets?(path: string): Promise<Response | null>;
 }
 
 /** The Node incoming message, when the host is Node (the adapter passes it as a binding). */
@@ -106,6 +111,15 @@ export function createApp(options: AppOptions): Hono {
   app.get(STREAMS_PREFIX, (c) =>
     handleListRequest(c.req.raw, authenticate(c.req.raw.headers, options.tokens), options.service),
   );
+
+  if (options.assets) {
+    const assets = options.assets;
+    app.get('*', async (c, next) => {
+      const found = await assets(new URL(c.req.url).pathname);
+      if (found) return found;
+      return next();
+    });
+  }
 
   app.notFound((c) =>
     json({ error: { code: 'NOT_FOUND', message: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404),
