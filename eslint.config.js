@@ -48,6 +48,10 @@ export default tseslint.config(
     rules: forbid([['node:*', '@rivulet/*', 'hono', 'hono/*']], 'the contract is schemas and types only'),
   },
   {
+    files: ['packages/ui/src/**/*.ts'],
+    rules: forbid([['@rivulet/server', '@rivulet/server/*', 'node:*']], 'the web UI talks to the server through the SDK only'),
+  },
+  {
     files: ['packages/client/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid([['@rivulet/server', '@rivulet/server/*']], 'the SDK talks to the server over the wire only'),

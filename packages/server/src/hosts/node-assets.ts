@@ -20,7 +20,8 @@ const TYPES: Record<string, string> = {
 };
 
 export function nodeAssets(dir: string): (path: string) => Promise<Response | null> {
-  const root = normalize(dir) + sep;
+  // One trailing separator, whatever the caller gave ("…/dist" or "…/dist/").
+  const root = normalize(dir).replace(/[\\/]+$/, '') + sep;
   return async (path) => {
     if (path.startsWith('/v1/') || path === '/healthz' || path === '/metrics') return null;
     const wanted = extname(path) === '' ? '/index.html' : path;
