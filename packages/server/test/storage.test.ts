@@ -115,14 +115,37 @@ describe('SqliteStorage adapter specifics', () => {
   });
 
   describe('pragmas', () => {
-    it('WAL with synchronous=FULL by default and for durability full, NORMAL for relaxed', () => {
+    it('WAL with synchronous=NORMAL in both modes (full syncs the WAL itself after durable groups)', () => {
       const full = storage();
       expect(full.db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(full.db.pragma('synchronous', { simple: true })).toBe(1);
       full.close();
       const relaxed = storage({ durability: 'relaxed' });
       expect(relaxed.db.pragma('journal_mode', { simple: true })).toBe('wal');
       expect(relaxed.db.pragma('synchronous', { simple: true })).toBe(1);
+    });
+
+    it('full: a group with a durable write syncs the WAL once; a group of only non-durable writes does not', async () => {
+      const s = storage();
+      s.run(`CREATE TABLE t (v TEXT)`);
+      const before = s.walSyncs;
+      for (let i = 0; i < 5; i++) s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('d')`));
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('n')`), { durable: false });
+      await s.flush();
+      expect(s.walSyncs).toBe(before + 1);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('n')`), { durable: false });
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('n')`), { durable: false });
+      await s.flush();
+      expect(s.walSyncs).toBe(before + 1);
+      expect(s.exec<{ n: number }>(`SELECT count(*) AS n FROM t`)[0]!.n).toBe(8);
+    });
+
+    it('relaxed: never syncs the WAL', async () => {
+      const s = storage({ durability: 'relaxed' });
+      s.run(`CREATE TABLE t (v TEXT)`);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('d')`));
+      await s.flush();
+      expect(s.walSyncs).toBe(0);
     });
   });
 

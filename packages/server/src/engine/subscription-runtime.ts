@@ -68,25 +68,20 @@ function summarize(values: number[], count: number): LatencyStats | undefined {
   };
 }
 
-/** Adds one delivery's measurements to a row's stats text (the last RECENT samples are kept). */
-export function recordLatency(stats: string | null, completionMs: number, durationMs: number): string {
-  const s: StatsRecord = stats ? (JSON.parse(stats) as StatsRecord) : { completion: [], duration: [], counts: [0, 0] };
-  s.completion.push(completionMs);
-  s.duration.push(durationMs);
-  if (s.completion.length > RECENT) s.completion.shift();
-  if (s.duration.length > RECENT) s.duration.shift();
-  s.counts = [s.counts[0] + 1, s.counts[1] + 1];
-  return JSON.stringify(s);
-}
-
 /** A cursor moved past non-matching events is persisted at the latest after this many offsets. */
 const QUIET_PERSIST_EVERY = 1000;
+/** Progress kept in memory only is persisted at the latest this long after it changed. */
+const SOON_MS = 250;
 
 export class SubscriptionRuntime {
   private readonly rows = new Map<string, SubscriptionRow>();
   /** The cursor each row has in storage; it may trail the in-memory one (advanceQuietly). */
   private readonly persistedCursor = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  /** Latency samples per key, parsed once; persisted with the row by persistDirty. */
+  private readonly measurements = new Map<string, StatsRecord>();
+  private readonly statsDirty = new Set<string>();
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly storage: SqlStorage,
@@ -127,6 +122,8 @@ export class SubscriptionRuntime {
         this.rows.delete(key);
         this.persistedCursor.delete(key);
         this.dirty.delete(key);
+        this.statsDirty.delete(key);
+        this.measurements.delete(key);
       }
     }
     for (const [key, entry] of Object.entries(byKey)) {
@@ -175,30 +172,82 @@ export class SubscriptionRuntime {
   advanceQuietly(row: SubscriptionRow, cursor: number): void {
     const next = { ...row, cursor };
     if (cursor - (this.persistedCursor.get(row.key) ?? 0) >= QUIET_PERSIST_EVERY) {
-      this.storage.transaction(() => this.write(next));
+      this.storage.transaction(() => this.write(next), { durable: false });
       return;
     }
     this.rows.set(row.key, next);
     this.dirty.add(row.key);
   }
 
-  /** Persists cursors advanced quietly (at shutdown, so a clean restart rescans nothing). */
+  /**
+   * Records a successful delivery's progress in memory and persists it within SOON_MS (with its
+   * measurements): on the hot path one row write per delivery (the in-flight watchdog, written
+   * before the call leaves) carries the previous delivery's result along. A crash may forget the
+   * last results, which only makes them be delivered again (at least once).
+   */
+  update(row: SubscriptionRow): void {
+    this.rows.set(row.key, row);
+    this.dirty.add(row.key);
+    this.persistSoon();
+  }
+
+  private persistSoon(): void {
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      this.persistDirty();
+    }, SOON_MS);
+  }
+
+  /** Adds one delivery's measurements (the last RECENT samples are kept). */
+  measure(key: string, completionMs: number, durationMs: number): void {
+    const s = this.statsOf(key) ?? { completion: [], duration: [], counts: [0, 0] };
+    s.completion.push(completionMs);
+    s.duration.push(durationMs);
+    if (s.completion.length > RECENT) s.completion.shift();
+    if (s.duration.length > RECENT) s.duration.shift();
+    s.counts = [s.counts[0] + 1, s.counts[1] + 1];
+    this.measurements.set(key, s);
+    this.statsDirty.add(key);
+    this.persistSoon();
+  }
+
+  private statsOf(key: string): StatsRecord | undefined {
+    let s = this.measurements.get(key);
+    const text = this.rows.get(key)?.stats;
+    if (!s && text) {
+      s = JSON.parse(text) as StatsRecord;
+      this.measurements.set(key, s);
+    }
+    return s;
+  }
+
+  /** Persists what changed in memory only (quiet cursor moves, results, measurements). */
   persistDirty(): void {
-    if (this.dirty.size === 0) return;
-    this.storage.transaction(() => {
-      for (const key of [...this.dirty]) {
-        const row = this.rows.get(key);
-        if (row) this.write(row);
-      }
-    });
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const keys = new Set([...this.dirty, ...this.statsDirty]);
     this.dirty.clear();
+    this.statsDirty.clear();
+    if (keys.size === 0 || this.sid === null) return;
+    const write = () => {
+      for (const key of keys) {
+        const row = this.rows.get(key);
+        const stats = this.measurements.get(key);
+        if (row) this.write(stats ? { ...row, stats: JSON.stringify(stats) } : row);
+      }
+    };
+    this.storage.transaction(write, { durable: false });
   }
 
   /** Forgets every row (the stream was destroyed; its rows were erased with it). */
   clear(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     this.rows.clear();
     this.persistedCursor.clear();
     this.dirty.clear();
+    this.statsDirty.clear();
+    this.measurements.clear();
     this.sid = null;
   }
 
@@ -215,8 +264,8 @@ export class SubscriptionRuntime {
         lastError: row.lastError,
         bytesSent: row.bytesSent,
       };
-      if (row.stats) {
-        const s = JSON.parse(row.stats) as StatsRecord;
+      const s = this.statsOf(row.key);
+      if (s) {
         const completion = summarize(s.completion, s.counts[0]);
         const duration = summarize(s.duration, s.counts[1]);
         if (completion) view.completionLatencyMs = completion;

@@ -6,10 +6,13 @@ import { RivuletError, type ErrorBody } from '@rivulet/contract';
 
 export interface ErrorLogger {
   error(message: string, error: unknown): void;
+  /** Notable facts that are not errors of the server (a subscription halted). */
+  warn?(message: string): void;
 }
 
 export const consoleLogger: ErrorLogger = {
   error: (message, error) => console.error(message, error),
+  warn: (message) => console.warn(message),
 };
 
 export function toRivuletError(error: unknown, logger: ErrorLogger): RivuletError {

@@ -12,16 +12,24 @@
  *   only after `flush()`.
  * - If a group fails to commit, `flush()` rejects and `epoch` increases: every cache derived
  *   from storage must be dropped and reloaded.
+ * - `{durable: false}` marks writes that may be lost on a power loss (they still survive a process
+ *   crash): delivery progress, which a restart may redo. A commit holding only such writes need not
+ *   wait for the disk; one holding any durable write makes all of them durable.
  */
 
 export type SqlValue = string | number | null | Uint8Array;
 export type SqlRow = Record<string, SqlValue>;
 
+export interface TransactionOptions {
+  /** Default true: the commit survives a power loss (per the adapter's durability setting). */
+  durable?: boolean;
+}
+
 export interface SqlStorage {
   exec<R extends object = SqlRow>(sql: string, ...params: SqlValue[]): R[];
   /** Runs a statement that returns no rows; answers how many rows it changed. */
   run(sql: string, ...params: SqlValue[]): number;
-  transaction<T>(fn: () => T): T;
+  transaction<T>(fn: () => T, options?: TransactionOptions): T;
   flush(): Promise<void>;
   readonly epoch: number;
   close(): void;

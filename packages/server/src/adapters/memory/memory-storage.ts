@@ -7,7 +7,7 @@
  */
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, Statement } from 'sql.js';
-import type { SqlStorage, SqlValue } from '../../ports/storage.js';
+import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
 
 let engine: Promise<SqlJsStatic> | undefined;
 
@@ -56,7 +56,8 @@ export class MemoryStorage implements SqlStorage {
     return this.exec<{ n: number }>('SELECT total_changes() AS n')[0]!.n;
   }
 
-  transaction<T>(fn: () => T): T {
+  /** Options are accepted and ignored: nothing here is durable. */
+  transaction<T>(fn: () => T, _options?: TransactionOptions): T {
     if (this.closed) throw new Error('storage is closed');
     const name = `tx${this.depth}`;
     this.db.exec(`SAVEPOINT ${name}`);

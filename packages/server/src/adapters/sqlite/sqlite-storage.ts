@@ -7,11 +7,16 @@
  * acknowledged write is durable and concurrent writers to many streams share one fsync
  * (PERFORMANCE-NOTES: group commit is the lever for durable appends).
  *
- * Durability: `full` = WAL + synchronous=FULL (survives power loss); `relaxed` = WAL +
- * synchronous=NORMAL (survives a process crash, may lose the last commits on power loss).
+ * Durability: `full` survives power loss: a group holding any durable write is on disk before
+ * `flush()` resolves; `relaxed` survives a process crash and may lose the last commits on power
+ * loss. The connection runs WAL with synchronous=NORMAL in both modes; in `full` mode a durable
+ * group is followed by an fdatasync of the WAL, which is what synchronous=FULL does at every
+ * commit, while groups holding only `{durable: false}` writes (delivery progress) skip it. SQLite
+ * cannot change its safety level inside a transaction, hence the explicit sync.
  */
+import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { SqlStorage, SqlValue } from '../../ports/storage.js';
+import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
 
 export type Durability = 'full' | 'relaxed';
 
@@ -41,18 +46,27 @@ function deferred(): Deferred {
 
 export class SqliteStorage implements SqlStorage {
   readonly db: Database.Database;
+  private readonly filename: string;
   private readonly statements = new Map<string, Database.Statement>();
   private readonly groupCommit: boolean;
   private depth = 0;
   private group: Deferred | null = null;
+  private groupDurable = false;
+  private readonly syncWal: boolean;
+  private walFd: number | null = null;
+  /** WAL syncs done (observable by tests and diagnostics). */
+  walSyncs = 0;
   private closed = false;
   epoch = 0;
 
   constructor(filename: string, options: SqliteStorageOptions = {}) {
     this.db = new Database(filename);
+    this.filename = filename;
     this.groupCommit = options.groupCommit ?? true;
-    if (filename !== ':memory:') this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${options.durability === 'relaxed' ? 'NORMAL' : 'FULL'}`);
+    const wal = filename !== ':memory:';
+    if (wal) this.db.pragma('journal_mode = WAL');
+    this.syncWal = wal && options.durability !== 'relaxed';
+    this.db.pragma(`synchronous = ${wal ? 'NORMAL' : 'FULL'}`);
     this.db.pragma('busy_timeout = 5000');
     // A larger checkpoint interval roughly doubled batched throughput (PERFORMANCE-NOTES).
     this.db.pragma('wal_autocheckpoint = 4000');
@@ -79,9 +93,10 @@ export class SqliteStorage implements SqlStorage {
     return this.statement(sql).run(...params).changes;
   }
 
-  transaction<T>(fn: () => T): T {
+  transaction<T>(fn: () => T, options?: TransactionOptions): T {
     if (this.closed) throw new Error('storage is closed');
     if (this.depth === 0 && !this.group) this.openGroup();
+    if (options?.durable !== false) this.groupDurable = true;
     this.depth++;
     this.statement('SAVEPOINT tx').run();
     let failed = false;
@@ -113,6 +128,7 @@ export class SqliteStorage implements SqlStorage {
   private failGroup(error: unknown): void {
     const group = this.group;
     this.group = null;
+    this.groupDurable = false;
     this.epoch++;
     group?.reject(error);
   }
@@ -128,8 +144,11 @@ export class SqliteStorage implements SqlStorage {
     const group = this.group;
     if (!group) return undefined;
     this.group = null;
+    const durable = this.groupDurable;
+    this.groupDurable = false;
     try {
       this.statement('COMMIT').run();
+      if (durable && this.syncWal) this.syncWalFile();
       group.resolve();
       return undefined;
     } catch (error) {
@@ -144,6 +163,17 @@ export class SqliteStorage implements SqlStorage {
     }
   }
 
+  /** fdatasync of the WAL file: the committed frames are on disk (synchronous=FULL's commit sync). */
+  private syncWalFile(): void {
+    if (this.walFd === null) {
+      const wal = `${this.filename}-wal`;
+      if (!existsSync(wal)) return;
+      this.walFd = openSync(wal, 'r');
+    }
+    fdatasyncSync(this.walFd);
+    this.walSyncs++;
+  }
+
   flush(): Promise<void> {
     return this.group ? this.group.promise : Promise.resolve();
   }
@@ -152,6 +182,8 @@ export class SqliteStorage implements SqlStorage {
     if (this.closed) return;
     this.commitGroup();
     this.closed = true;
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
     this.db.close();
   }
 }

@@ -33,38 +33,52 @@ export async function collectBatch(
   if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
   const filter = entry.configuration.filter;
   const isCopy = entry.configuration.receiver.action === 'copy-to-stream';
-  const rows = actor.store.readRange(sid, {
-    afterOffset: cursor,
-    beforeOffset: head + 1,
-    limit: limits.scanRows,
-    includeEphemeral: false,
-    eventTypes: filter?.eventTypes,
-  });
   const events: CommittedEvent[] = [];
   let bytes = 0;
   let scannedTo = cursor;
-  for (const row of rows) {
-    const event = JSON.parse(row.json) as CommittedEvent;
-    if (!(isCopy && excludedFromCopy(event))) {
-      let matches: boolean;
-      try {
-        matches = await conditionMatches(filter, event);
-      } catch (error) {
-        const message = error instanceof JsonataError ? error.message : String(error);
-        return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: message };
+  let scanned = 0;
+  // Pages start at about the batch size (a webhook needs one event, not a thousand rows read and
+  // parsed) and double while filters keep passing rows over, up to scanRows per round.
+  let pageSize = Math.min(limits.scanRows, limits.maxEvents + 8);
+  for (;;) {
+    const rows = actor.store.readRange(sid, {
+      afterOffset: scannedTo,
+      beforeOffset: head + 1,
+      limit: pageSize,
+      includeEphemeral: false,
+      eventTypes: filter?.eventTypes,
+    });
+    for (const row of rows) {
+      const event = JSON.parse(row.json) as CommittedEvent;
+      if (!(isCopy && excludedFromCopy(event))) {
+        let matches: boolean;
+        try {
+          matches = await conditionMatches(filter, event);
+        } catch (error) {
+          const message = error instanceof JsonataError ? error.message : String(error);
+          return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: message };
+        }
+        if (matches) {
+          if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
+            return { kind: 'events', events, bytes, scannedTo };
+          }
+          events.push(event);
+          bytes += row.json.length;
+        }
       }
-      if (matches) {
-        if (events.length > 0 && bytes + row.json.length > limits.maxBytes) break;
-        events.push(event);
-        bytes += row.json.length;
-      }
+      scannedTo = row.offset;
+      if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };
     }
-    scannedTo = row.offset;
-    if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) break;
+    scanned += rows.length;
+    // Fewer rows than asked: everything up to the head has been seen (what is left is ephemeral,
+    // filtered out by type, or not there).
+    if (rows.length < pageSize) {
+      scannedTo = head;
+      break;
+    }
+    if (scanned >= limits.scanRows) break;
+    pageSize = Math.min(pageSize * 2, limits.scanRows - scanned);
   }
-  const full = events.length >= limits.maxEvents || bytes >= limits.maxBytes;
-  if (!full && rows.length < limits.scanRows && scannedTo === rows[rows.length - 1]?.offset) scannedTo = head;
-  if (!full && rows.length === 0) scannedTo = head;
   if (events.length === 0) return { kind: 'none', scannedTo };
   return { kind: 'events', events, bytes, scannedTo };
 }

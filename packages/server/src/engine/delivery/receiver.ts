@@ -19,6 +19,8 @@ export interface DeliveryContext {
   attempt: number;
   streamMaxOffset: number;
   entry: OutboundEntry;
+  /** One durable event of the source stream by offset, if it is still there (the webhook envelope's configuredEvent). */
+  sourceEvent(offset: number): CommittedEvent | undefined;
   signal: AbortSignal;
 }
 

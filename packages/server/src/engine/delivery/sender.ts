@@ -18,7 +18,6 @@ import type { AlarmFactory, StreamAlarm } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
-import { recordLatency } from '../subscription-runtime.js';
 import { collectBatch } from './collect.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receivers } from './receiver.js';
 
@@ -83,6 +82,17 @@ export class StreamSender {
     }, 0);
   }
 
+  private recheckQueued = false;
+
+  private recheck(): void {
+    if (this.recheckQueued || this.closed) return;
+    this.recheckQueued = true;
+    queueMicrotask(() => {
+      this.recheckQueued = false;
+      this.check();
+    });
+  }
+
   close(): void {
     this.closed = true;
     this.alarm.clear();
@@ -144,12 +154,17 @@ export class StreamSender {
       }
     } finally {
       if (this.flights.get(key) === flight) this.flights.delete(key);
-      this.poke();
+      // The next batch may be owed at once: look again on the next microtask, not a timer tick.
+      this.recheck();
     }
   }
 
+  /**
+   * Delivery progress is not durable against power loss (a restart may redo a delivery: at least
+   * once), so these writes never wait for the disk (ports/storage.ts).
+   */
   private write(row: SubscriptionRow): void {
-    this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row));
+    this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row), { durable: false });
   }
 
   private async deliverOnce(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<void> {
@@ -215,6 +230,7 @@ export class StreamSender {
       attempt: current.attempt + 1,
       streamMaxOffset: this.actor.durableHead,
       entry,
+      sourceEvent: (offset) => this.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset),
     };
     const outcome = await this.call(ctx, delivered, timeout);
     current = this.current(key, flight);
@@ -224,7 +240,8 @@ export class StreamSender {
     if (outcome.ok) {
       const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
       const completion = finished - Date.parse(delivered[delivered.length - 1]!.event.createdAt);
-      this.write({
+      this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
+      this.actor.subscriptions.update({
         ...current,
         cursor: Math.max(current.cursor, cursorAfter),
         attempt: 0,
@@ -236,7 +253,6 @@ export class StreamSender {
         confirmOffset: null,
         skipsWithoutSuccess: 0,
         bytesSent: current.bytesSent + bytes,
-        stats: recordLatency(current.stats, Math.max(0, completion), finished - started),
       });
       return;
     }
