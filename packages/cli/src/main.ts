@@ -8,6 +8,7 @@ import { DEFAULT_URL } from './commands/remote.js';
 import { serveCommand } from './commands/serve.js';
 import { stateCommand } from './commands/state.js';
 import { tailCommand } from './commands/tail.js';
+import { webhookSecretCommand } from './commands/webhook-secret.js';
 
 export const commands: Command[] = [
   serveCommand,
@@ -17,6 +18,7 @@ export const commands: Command[] = [
   stateCommand,
   lsCommand,
   destroyCommand,
+  webhookSecretCommand,
 ];
 
 function help(): string {
@@ -27,7 +29,7 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    `Every command but serve talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
+    `Every command but serve and webhook-secret talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
     'with --token / RIVULET_TOKEN and --project / RIVULET_PROJECT, and prints JSON with --json.',
     'Run "rivulet <command> --help" for the options of one command.',
   ].join('\n');

@@ -28,3 +28,14 @@ export type { FetchLike } from './http.js';
 export type { ReconnectInfo, ReconnectOptions, TailOptions } from './tail.js';
 export { SseParser, readSse, type SseMessage } from './sse.js';
 export { encodeStreamPath, streamUrl } from './urls.js';
+export { connect, type ConnectOptions, type ItxConnection, type ItxRoot } from './rpc.js';
+export { serveWorker, WorkerError, type ServedWorker, type WorkerHandler } from './worker.js';
+export type { ItxBatch, ItxRootRpc, StreamRpc, CallablesRpc, RegistrationRpc, RpcReadOptions } from './rpc-types.js';
+export { RpcTarget } from 'capnweb';
+export {
+  verifyWebhook,
+  WEBHOOK_TOLERANCE_SECONDS,
+  type VerifyWebhookOptions,
+  type WebhookEnvelope,
+  type WebhookRequestLike,
+} from './webhooks.js';

@@ -58,3 +58,19 @@ export interface ListResponse {
   /** Present when more streams follow: pass it as `after` to read the next page. */
   nextAfter?: string;
 }
+
+/** getEvents over RPC (API.md §5): the read query as a JSON object instead of URL parameters. */
+export const RpcReadOptionsSchema = z.strictObject({
+  afterOffset: z.int().min(0).optional(),
+  beforeOffset: z.int().min(1).optional(),
+  limit: z.int().min(1).max(Limits.readPageMax, `limit must be at most ${Limits.readPageMax}`).optional(),
+  eventTypes: z.array(z.string().min(1).max(Limits.typeMaxLength)).max(256).optional(),
+  includeEphemeral: z.boolean().optional(),
+});
+
+/** A worker or processor name (API.md §5 `workers.register(name, target)`). */
+export const CallableNameSchema = z
+  .string()
+  .min(1, 'a name must not be empty')
+  .max(200, 'a name is at most 200 characters')
+  .regex(/^[^\s]+$/, 'a name may not contain whitespace');

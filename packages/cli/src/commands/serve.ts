@@ -21,6 +21,8 @@ Options:
   --delivery-timeout-ms N      per receiver call (RIVULET_DELIVERY_TIMEOUT_MS, default ${Defaults.deliveryTimeoutMs})
   --allow-private-webhooks     let webhooks reach loopback, private, link-local and metadata addresses
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
+  --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
+                               default: generated once and stored in DATA/webhook-secret, see rivulet webhook-secret)
   -h, --help                   show this help`;
 
 export const serveCommand: Command = {
@@ -41,6 +43,7 @@ export const serveCommand: Command = {
       'retry-max-ms': { type: 'string' },
       'delivery-timeout-ms': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
+      'webhook-secret': { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -55,6 +58,7 @@ export const serveCommand: Command = {
     }
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
     const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
+    const webhookSecret = pick('webhook-secret', 'RIVULET_WEBHOOK_SECRET') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
     const { startNodeServer } = await import('@rivulet/server/node');
     const server = await startNodeServer({
@@ -62,6 +66,7 @@ export const serveCommand: Command = {
       host: pick('host', 'RIVULET_HOST') ?? Defaults.host,
       data: pick('data', 'RIVULET_DATA') ?? Defaults.data,
       ...(tokensFile ? { tokensFile } : {}),
+      ...(webhookSecret !== undefined ? { webhookSecret } : {}),
       ...(allowPrivate !== undefined ? { allowPrivateWebhooks: boolOption('--allow-private-webhooks', allowPrivate, false) } : {}),
       durability,
       maxEventBytes: intOption('--max-event-bytes', pick('max-event-bytes', 'RIVULET_MAX_EVENT_BYTES'), Defaults.maxEventBytes, 1),

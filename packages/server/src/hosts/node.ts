@@ -23,11 +23,20 @@ import { DeliveryEngine } from '../engine/delivery/engine.js';
 import { copyReceiver } from '../engine/delivery/copy-receiver.js';
 import type { StreamDirectory } from '../ports/directory.js';
 import { nodeAlarms } from './node-alarms.js';
+import type { HostResolver } from './node-outbound.js';
+import { nodeWebhooks } from './node-webhooks.js';
+import { loadWebhookSecret } from './webhook-secret.js';
+import { attachRpc } from './node-rpc.js';
+import { CallableRegistry } from '../engine/itx/worker-registry.js';
+import { ItxRoot, type ItxDeps } from '../rpc/root.js';
+import { itxReceiver } from '../rpc/itx-receiver.js';
 import { nodeAssets } from './node-assets.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
 import { VERSION } from '../version.js';
+
+export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;
@@ -44,6 +53,10 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   random?: Random;
   /** The web UI's built files (default: packages/ui/dist of this checkout). */
   uiDir?: string;
+  /** `whsec_<base64 key>`; default: the one stored under the data folder, generated on first start. */
+  webhookSecret?: string;
+  /** How webhook host names resolve (tests; default node:dns). */
+  webhookResolver?: HostResolver;
 }
 
 /** packages/ui/dist beside this package (dist/hosts/node.js → ../../../ui/dist). */
@@ -58,6 +71,10 @@ export interface RunningServer {
   dataDir: string;
   metrics: ServerMetrics;
   service: LocalStreamService;
+  /** Workers registered over RPC (for tests and diagnostics). */
+  workers: CallableRegistry;
+  /** Open RPC sessions. */
+  readonly rpcSessions: number;
   close(): Promise<void>;
 }
 
@@ -81,7 +98,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   mkdirSync(dataDir, { recursive: true });
   const unlock = lockDataFolder(dataDir);
   let storage: SqliteStorage;
+  let webhookSecret: string;
   try {
+    webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
     storage = new SqliteStorage(join(dataDir, 'rivulet.db'), { durability: options.durability ?? 'full' });
     openSchema(storage);
   } catch (error) {
@@ -105,14 +124,27 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const directory: StreamDirectory = {
     receiveCopies: (projectId, path, batch) => registry.get(projectId, path).receiveCopies(batch),
   };
+  const workers = new CallableRegistry('worker');
+  // The service is created below; the ITX root reaches it lazily (deliveries start after start-up).
+  const itxDeps: ItxDeps = {
+    get service() {
+      return service;
+    },
+    workers,
+  };
+  const webhooks = nodeWebhooks({ secret: webhookSecret, allowPrivate: config.allowPrivateWebhooks, clock, resolve: options.webhookResolver });
   const delivery = new DeliveryEngine({
     clock,
     random,
     alarms: nodeAlarms,
     config,
-    receivers: { 'copy-to-stream': copyReceiver(directory) },
+    receivers: {
+      'copy-to-stream': copyReceiver(directory),
+      'itx-call': itxReceiver((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
+      'webhook-post': webhooks.receiver,
+    },
     metrics,
-    log: (message, error) => (error === undefined ? console.warn(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error)),
+    log: (message, error) => (error === undefined ? logger.warn?.(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error)),
   });
   const registry: StreamRegistry = new StreamRegistry(
     {
@@ -128,7 +160,14 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     },
     { canEvict: (actor) => !delivery.isBusy(actor), onEvict: (actor) => delivery.forget(actor) },
   );
-  metrics.subscriptionsHalted.collect = () => [{ labels: {}, value: store.countHaltedSubscriptions() }];
+  // Delivery progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first.
+  const persistProgress = () => {
+    for (const actor of registry.loaded()) if (actor.exists) actor.subscriptions.persistDirty();
+  };
+  metrics.subscriptionsHalted.collect = () => {
+    persistProgress();
+    return [{ labels: {}, value: store.countHaltedSubscriptions() }];
+  };
   metrics.subscriptionLag.collect = () =>
     store.largestLags(100).map((l) => ({ labels: { project: l.projectId ?? '', stream: l.path, key: l.key }, value: l.lag }));
   const service = new LocalStreamService(registry, store, metrics);
@@ -157,6 +196,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       ),
   });
   const server = createServer(listener);
+  const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
   await new Promise<void>((resolvePromise, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -178,10 +218,16 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     dataDir,
     metrics,
     service,
+    workers,
+    get rpcSessions() {
+      return rpc.sessions;
+    },
     close() {
       closing ??= (async () => {
         ready = false;
+        rpc.close();
         delivery.close();
+        webhooks.close();
         await new Promise<void>((res) => {
           server.close(() => res());
           server.closeAllConnections();

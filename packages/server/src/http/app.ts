@@ -103,6 +103,14 @@ export function createApp(options: AppOptions): Hono {
 
   app.get('/v1/openapi.json', (c) => c.json(openapi));
 
+  // The RPC session is a WebSocket upgrade, which the host answers before this app (API.md §5).
+  app.all('/v1/rpc', () => {
+    throw new RivuletError(
+      'INVALID_INPUT',
+      '/v1/rpc is a Cap\'n Web session over WebSocket: connect with a WebSocket upgrade (the SDK\'s connect(url) does)',
+    );
+  });
+
   app.get('/metrics', (c) => {
     authenticate(c.req.raw.headers, options.tokens);
     return c.body(metrics.registry.render(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });

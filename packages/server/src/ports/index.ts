@@ -2,3 +2,4 @@ export type * from './storage.js';
 export type * from './timer.js';
 export * from './clock.js';
 export type * from './directory.js';
+export type * from './outbound.js';

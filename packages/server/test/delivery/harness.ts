@@ -189,6 +189,8 @@ export interface HarnessOptions {
   withoutDelivery?: boolean;
   /** Register only the real copy receiver, as hosts/node.ts does today. */
   copyOnly?: boolean;
+  /** A real webhook-post receiver instead of the scripted fake (test/delivery/webhook*.test.ts). */
+  webhookReceiver?: Receiver;
 }
 
 export const testConfig: EngineConfig = {
@@ -232,7 +234,7 @@ export class Harness {
           config: this.config,
           receivers: options.copyOnly
             ? { 'copy-to-stream': copyReceiver(directory) }
-            : { 'copy-to-stream': copyReceiver(directory), 'itx-call': this.itx, 'webhook-post': this.webhook },
+            : { 'copy-to-stream': copyReceiver(directory), 'itx-call': this.itx, 'webhook-post': options.webhookReceiver ?? this.webhook },
           log: (message, error) => this.logs.push(error === undefined ? message : `${message}: ${String(error)}`),
         });
     this.delivery = delivery;
@@ -365,13 +367,17 @@ export function itxSub(
   };
 }
 
-export function webhookSub(key: string, options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[] } = {}): SubscriptionConfiguredPayload {
+export function webhookSub(
+  key: string,
+  options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[]; url?: string; transform?: string } = {},
+): SubscriptionConfiguredPayload {
   return {
     subscriptionKey: key,
     ...(options.eventTypes ? { filter: { eventTypes: options.eventTypes } } : {}),
     receiver: {
       action: 'webhook-post',
-      url: 'http://127.0.0.1:9/hook',
+      url: options.url ?? 'http://127.0.0.1:9/hook',
+      ...(options.transform ? { jsonataTransform: options.transform } : {}),
       delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
     },
   };

@@ -1,0 +1,107 @@
+/**
+ * webhook-post, the sending half (API.md §8, SEMANTICS §5.6, protocol §17): one signed POST per
+ * event through the outbound port. The body is the envelope of core/webhook-envelope.ts; the
+ * headers follow Standard Webhooks: `webhook-id` = the delivery id (stable across retries of one
+ * event in one run, new for a new run), `webhook-timestamp` in unix seconds, `webhook-signature`.
+ *
+ * Outcomes (protocol §17.3). Any 2xx is success. The receiver's status decides the rest:
+ * - 408, 429, 502, 503, 504 and everything that is not an answer at all (refused destination,
+ *   DNS, connection refused or reset, TLS, the delivery timeout) are *unavailable*: the receiver or
+ *   the way to it is down or overloaded, which says nothing about the event, so it backs off and
+ *   counts towards the halt but never towards a skip (SEMANTICS §5.4, §8: counting outages as
+ *   failing events skips good events);
+ * - any other status (4xx, 500, 501, 3xx — redirects are never followed) is *failing*: the
+ *   receiver answered and refused this event, which may be skipped under `onFailingEvent: "skip"`.
+ * The kind is chosen from the status code and from whether an answer arrived, never from text.
+ */
+import { EventType } from '@rivulet/contract';
+import { webhookEnvelope } from '../../core/webhook-envelope.js';
+import { importWebhookKey, signWebhook, webhookSecretKey } from '../../core/webhook-signature.js';
+import type { Clock } from '../../ports/clock.js';
+import type { OutboundAnswer, OutboundHttp } from '../../ports/outbound.js';
+import { VERSION } from '../../version.js';
+import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receiver } from './receiver.js';
+
+export const WEBHOOK_USER_AGENT = `Rivulet-Webhooks/${VERSION}`;
+
+/** Statuses that mean "not now" rather than "not this event". */
+const UNAVAILABLE_STATUSES = new Set([408, 429, 502, 503, 504]);
+const SNIPPET_CHARS = 200;
+
+export interface WebhookReceiverDeps {
+  http: OutboundHttp;
+  /** The webhook secret, `whsec_<base64 key>` (validated here; an invalid one throws at once). */
+  secret: string;
+  clock: Clock;
+  /**
+   * Signs `id.timestamp.body` into a `webhook-signature` value. Defaults to WebCrypto, which runs
+   * everywhere; a host may bring a faster one of the same result (the Node host uses node:crypto,
+   * whose synchronous HMAC avoids a thread-pool round trip per delivery).
+   */
+  sign?: (id: string, timestampSeconds: number, body: string) => string | Promise<string>;
+}
+
+/** The outcome of an answered POST. */
+export function classifyWebhookAnswer(answer: OutboundAnswer): DeliveryOutcome {
+  if (answer.status >= 200 && answer.status <= 299) return { ok: true };
+  const snippet = answer.body.replace(/\s+/g, ' ').trim().slice(0, SNIPPET_CHARS);
+  const status = `${answer.status}${answer.statusText ? ` ${answer.statusText}` : ''}`;
+  const redirect = answer.status >= 300 && answer.status <= 399 ? ' (redirects are not followed)' : '';
+  const error = `webhook responded ${status}${redirect}${snippet ? `: ${snippet}` : ''}`;
+  return { ok: false, kind: UNAVAILABLE_STATUSES.has(answer.status) ? 'unavailable' : 'failing', error };
+}
+
+/** The outcome of a POST that got no answer: never the event's fault. */
+export function classifyWebhookError(error: unknown, signal: AbortSignal): DeliveryOutcome {
+  if (signal.aborted) return { ok: false, kind: 'unavailable', error: 'webhook call aborted: the delivery timed out' };
+  return { ok: false, kind: 'unavailable', error: `webhook not delivered: ${errorText(error)}` };
+}
+
+export function webhookReceiver(deps: WebhookReceiverDeps): Receiver {
+  const sign =
+    deps.sign ??
+    ((): ((id: string, t: number, body: string) => Promise<string>) => {
+      const key = importWebhookKey(webhookSecretKey(deps.secret));
+      return async (id, t, body) => signWebhook(await key, id, t, body);
+    })();
+
+  async function post(ctx: DeliveryContext, url: string, delivered: DeliveredEvent): Promise<DeliveryOutcome> {
+    const configuredEvent = ctx.sourceEvent(ctx.entry.configuredAtOffset);
+    if (!configuredEvent || configuredEvent.type !== EventType.subscriptionConfigured) {
+      // The run's own configure event is gone: the stream changed under this delivery; try again.
+      return { ok: false, kind: 'unavailable', error: `the subscription-configured event at offset ${ctx.entry.configuredAtOffset} is not readable` };
+    }
+    const envelope = webhookEnvelope(ctx, configuredEvent, delivered.event, delivered.shaped);
+    const body = JSON.stringify(envelope);
+    const id = envelope.deliveryId;
+    const timestamp = Math.floor(deps.clock.now() / 1000);
+    const signature = await sign(id, timestamp, body);
+    let answer: OutboundAnswer;
+    try {
+      answer = await deps.http.post(url, {
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': WEBHOOK_USER_AGENT,
+          'webhook-id': id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signature,
+        },
+        body,
+        signal: ctx.signal,
+      });
+    } catch (error) {
+      return classifyWebhookError(error, ctx.signal);
+    }
+    return classifyWebhookAnswer(answer);
+  }
+
+  return {
+    async deliver(ctx, events) {
+      const receiver = ctx.entry.configuration.receiver;
+      if (receiver.action !== 'webhook-post') throw new Error('webhook receiver given another action');
+      // The sender sends webhooks one event at a time (SEMANTICS §4); anything else is our bug: halt visibly.
+      if (events.length !== 1) return { ok: false, kind: 'fatal', error: `internal error: a webhook delivery carries one event, this one ${events.length}` };
+      return post(ctx, receiver.url, events[0]!);
+    },
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * The Node adapter of the outbound port (ports/outbound.ts) for webhooks, with the outbound
+ * protection of API.md §8 (protocol §17.4):
+ *
+ * - When private destinations are not allowed, the host is vetted before anything is sent: a
+ *   literal address (any notation the URL parser normalises) or a name in the private/metadata
+ *   list is refused; any other name is resolved once (all addresses) and refused when *any*
+ *   answer is loopback, private, link-local, unspecified or metadata. The socket then connects
+ *   only to those vetted addresses (our own `lookup`), so a DNS answer that changes between the
+ *   check and the connect (rebinding) is never used. A refused destination is never contacted.
+ * - No redirect is ever followed (node:http does not follow; a 3xx is an answer like any other).
+ * - At most `maxResponseBytes` of a response body are read; past that the socket is destroyed.
+ * - The caller's signal destroys the request, whatever stage it is in (DNS, connect, body).
+ *
+ * Sockets are kept alive per instance (its own agents), and close() ends them.
+ */
+import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP, type LookupFunction } from 'node:net';
+import { isPrivateAddress, isPrivateHost } from '../core/private-address.js';
+import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../ports/outbound.js';
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/** Resolves a host name to every address it has (the default: node:dns lookup, all: true). */
+export type HostResolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export interface NodeOutboundOptions {
+  /** Whether loopback, private, link-local and metadata destinations may be reached. */
+  allowPrivate: boolean;
+  /** Response body bytes read at most (default 64 KiB). */
+  maxResponseBytes?: number;
+  /** Name resolution (tests inject one; default node:dns lookup with all addresses). */
+  resolve?: HostResolver;
+  /** Which resolved addresses are refused (tests; default: isPrivateAddress). */
+  refuses?: (address: string) => boolean;
+}
+
+export interface NodeOutbound extends OutboundHttp {
+  /** Ends kept-alive sockets; requests in flight are destroyed. */
+  close(): void;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+
+const systemResolver: HostResolver = async (hostname) =>
+  (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+
+const PRIVATE_HINT = 'a loopback, private, link-local or metadata address; this server does not send webhooks there (see --allow-private-webhooks)';
+
+/** A lookup that answers only the vetted addresses, whatever the name: no second resolution. */
+function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const family = typeof options.family === 'number' && options.family !== 0 ? options.family : undefined;
+    const usable = family === undefined ? addresses : addresses.filter((a) => a.family === family);
+    if (usable.length === 0) {
+      const error: NodeJS.ErrnoException = new Error(`no vetted IPv${family ?? ''} address`);
+      error.code = 'ENOTFOUND';
+      callback(error, '', 0);
+      return;
+    }
+    if (options.all) (callback as unknown as (e: null, all: ResolvedAddress[]) => void)(null, [...usable]);
+    else callback(null, usable[0]!.address, usable[0]!.family);
+  };
+}
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
+}
+
+/** Resolves `promise` unless the signal ends first. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as NodeJS.ErrnoException).code;
+  return code && !error.message.includes(code) ? `${code} ${error.message}` : error.message;
+}
+
+export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const resolve = options.resolve ?? systemResolver;
+  const refuses = options.refuses ?? isPrivateAddress;
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+  /** Undefined when the system may resolve the host itself; else the addresses it may connect to. */
+  async function vet(url: URL, signal: AbortSignal): Promise<LookupFunction | undefined> {
+    if (options.allowPrivate) return undefined;
+    const host = url.hostname;
+    if (isPrivateHost(host)) throw new Error(`refused to send to ${host}: it is ${PRIVATE_HINT}`);
+    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+    if (isIP(bare) !== 0) return undefined; // a public literal: node connects to exactly it
+    let addresses: ResolvedAddress[];
+    try {
+      addresses = await abortable(resolve(bare), signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new Error(`cannot resolve ${host}: ${describe(error)}`);
+    }
+    if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no address`);
+    const refused = addresses.find((a) => refuses(a.address));
+    if (refused) throw new Error(`refused to send to ${host}: it resolves to ${refused.address}, ${PRIVATE_HINT}`);
+    return pinnedLookup(addresses);
+  }
+
+  function send(url: URL, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
+    const https = url.protocol === 'https:';
+    const host = url.hostname;
+    const requestOptions: RequestOptions = {
+      method: 'POST',
+      hostname: host.startsWith('[') ? host.slice(1, -1) : host,
+      port: url.port === '' ? (https ? 443 : 80) : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
+      agent: https ? agents.https : agents.http,
+      ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+      ...(lookup ? { lookup } : {}),
+    };
+    const where = url.origin;
+    return new Promise<OutboundAnswer>((resolvePromise, reject) => {
+      let request: ClientRequest;
+      let done = false;
+      const finish = (outcome: () => void) => {
+        if (done) return;
+        done = true;
+        post.signal.removeEventListener('abort', onAbort);
+        outcome();
+      };
+      const onAbort = () => {
+        finish(() => reject(abortError(post.signal)));
+        request.destroy();
+      };
+      try {
+        request = (https ? httpsRequest : httpRequest)(requestOptions);
+      } catch (error) {
+        reject(new Error(`cannot send to ${where}: ${describe(error)}`));
+        return;
+      }
+      post.signal.addEventListener('abort', onAbort, { once: true });
+      request.on('error', (error) => finish(() => reject(new Error(`cannot reach ${where}: ${describe(error)}`))));
+      request.on('response', (response: IncomingMessage) => {
+        const status = response.statusCode ?? 0;
+        const statusText = response.statusMessage || STATUS_CODES[status] || '';
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        const answer = () => ({ status, statusText, body: Buffer.concat(chunks).toString('utf8') });
+        response.on('data', (chunk: Buffer) => {
+          const room = maxBytes - kept;
+          if (room > 0) {
+            const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+            chunks.push(part);
+            kept += part.length;
+          }
+          if (chunk.length > room) {
+            // The cap is reached: the status is the answer; nothing more of the body is read.
+            finish(() => resolvePromise(answer()));
+            response.destroy();
+            request.destroy();
+          }
+        });
+        response.on('end', () => finish(() => resolvePromise(answer())));
+        // The status arrived; a body cut short by the peer does not change the answer.
+        response.on('error', () => finish(() => resolvePromise(answer())));
+        response.on('close', () => finish(() => resolvePromise(answer())));
+      });
+      request.end(post.body);
+    });
+  }
+
+  return {
+    async post(raw, post) {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        throw new Error(`"${raw}" is not an absolute URL`);
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`refused to send to ${url.protocol} URLs (http and https only)`);
+      const lookup = await vet(url, post.signal);
+      if (post.signal.aborted) throw abortError(post.signal);
+      return send(url, post, lookup);
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

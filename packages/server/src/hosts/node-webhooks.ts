@@ -1,0 +1,34 @@
+/**
+ * webhook-post for the Node host, composed in one place so that hosts/node.ts adds one receiver
+ * and one close call: the outbound adapter with the server's private-destination policy and the
+ * engine's webhook receiver signing with the server's secret (hosts/webhook-secret.ts).
+ */
+import { createHmac } from 'node:crypto';
+import { webhookSecretKey } from '../core/webhook-signature.js';
+import { webhookReceiver } from '../engine/delivery/webhook-receiver.js';
+import type { Receiver } from '../engine/delivery/receiver.js';
+import type { Clock } from '../ports/clock.js';
+import { nodeOutbound, type HostResolver } from './node-outbound.js';
+
+export interface NodeWebhookOptions {
+  /** The secret in use (loadWebhookSecret). */
+  secret: string;
+  allowPrivate: boolean;
+  clock: Clock;
+  resolve?: HostResolver | undefined;
+}
+
+export interface NodeWebhooks {
+  receiver: Receiver;
+  close(): void;
+}
+
+export function nodeWebhooks(options: NodeWebhookOptions): NodeWebhooks {
+  const http = nodeOutbound({ allowPrivate: options.allowPrivate, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const key = Buffer.from(webhookSecretKey(options.secret));
+  // The same signature as the engine's WebCrypto default (tests check both against the
+  // standardwebhooks package), without a thread-pool round trip per delivery.
+  const sign = (id: string, timestamp: number, body: string) =>
+    `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+  return { receiver: webhookReceiver({ http, secret: options.secret, clock: options.clock, sign }), close: () => http.close() };
+}

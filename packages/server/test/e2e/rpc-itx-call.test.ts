@@ -1,0 +1,421 @@
+/**
+ * End-to-end: itx-call delivery to a REAL worker process over RPC (SCENARIOS S32–S35; SEMANTICS
+ * §5.4, §5.7; API.md §5). The worker is test/fixtures/worker.mjs, which imports the BUILT SDK,
+ * serveWorker()s a named worker, prints every batch it receives as one NDJSON line, and fails by
+ * simple rules (payload.poison → WorkerError, payload.fatal → {retryable: false}, payload.outage →
+ * {unavailable: true}, payload.plan → a behaviour per attempt). The suite runs after
+ * `npm run build`; a missing build fails with a message saying so.
+ *
+ * The server runs in this process (startNodeServer); it is restarted on the same port and data
+ * folder for S34, and the worker reconnects and re-registers by itself (serveWorker).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CommittedEvent } from '@rivulet/contract';
+import { startNodeServer, type RunningServer } from '../../src/hosts/node.js';
+import { Api } from '../helpers/http.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import {
+  EventType,
+  allEvents,
+  caughtUp,
+  command,
+  configured,
+  eventually,
+  halted,
+  lifetimeOf,
+  outboundOf,
+  runtimeOf,
+  sampleOf,
+  scrape,
+} from '../helpers/subscriptions.js';
+import { assertSdkBuilt, killAllWorkers, offsetsOf, spawnWorker, type WorkerCall } from '../fixtures/worker-process.js';
+
+/** Small knobs: halts and skips within well under a second. */
+const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 10, deliveryTimeoutMs: 1_000 } as const;
+/** An outage may last many attempts without halting (S35): 200 attempts of at most 50 ms. */
+const LONG = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 200, deliveryTimeoutMs: 1_000 } as const;
+
+const expression = (name: string) => ['workers', ['get', name], 'processEventBatch'];
+
+function itxCall(
+  key: string,
+  worker: string,
+  options: { onFailingEvent?: 'halt' | 'skip'; start?: 'beginning' | 'now'; jsonataTransform?: string; eventTypes?: string[] } = {},
+) {
+  return configured({
+    subscriptionKey: key,
+    filter: { eventTypes: options.eventTypes ?? ['job'] },
+    receiver: {
+      action: 'itx-call',
+      expression: expression(worker),
+      ...(options.jsonataTransform !== undefined ? { jsonataTransform: options.jsonataTransform } : {}),
+      delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
+    },
+  });
+}
+
+const errorsOn = async (api: Api, path: string) => (await allEvents(api, path)).filter((e) => e.type === EventType.errorOccurred);
+const flat = (calls: readonly WorkerCall[]) => offsetsOf(calls).flat();
+const offsets = (events: readonly CommittedEvent[]) => events.map((e) => e.offset);
+
+beforeAll(() => {
+  assertSdkBuilt();
+});
+
+afterEach(async () => {
+  await killAllWorkers();
+});
+
+describe('with small retry knobs', () => {
+  let server: TestServer;
+  let api: Api;
+
+  beforeAll(async () => {
+    server = await startTestServer(QUICK);
+    api = server.api;
+  });
+
+  afterAll(async () => {
+    await killAllWorkers();
+    await server?.close();
+  });
+
+  it('S32 two events of one append arrive in one awaited batch (attempt 1, SEMANTICS §5.7 shape), transformed, and the cursor advances', async () => {
+    const worker = await spawnWorker(server.url, { name: 's32-worker' });
+    const src = '/s32/orders';
+    const transform = '{"type": "billing/" & type, "payload": {"cents": payload.n * 100}, "metadata": {"via": "itx"}}';
+    const [cfg] = await api.append(src, itxCall('bill', 's32-worker', { jsonataTransform: transform }));
+    const appended = await api.append(src, [
+      { type: 'job', payload: { n: 1 }, metadata: { by: 'ci' }, idempotencyKey: 'job-1' },
+      { type: 'job', payload: { n: 2 } },
+    ]);
+    const [a, b] = appended as [CommittedEvent, CommittedEvent];
+
+    const row = await caughtUp(api, src, 'bill');
+    expect(row.acknowledgedOffset).toBe(b.offset);
+    expect(row.lag).toBe(0);
+    // Caught up means the one call was acknowledged: nothing else reached the worker.
+    expect(offsetsOf(worker.calls)).toEqual([[a.offset, b.offset]]);
+    const { streamId, streamCreatedAt } = await lifetimeOf(api, src);
+    const batch = worker.calls[0]!.batch;
+    expect(Object.keys(batch).sort()).toEqual(
+      [
+        'projectId',
+        'path',
+        'streamId',
+        'streamCreatedAt',
+        'subscriptionKey',
+        'cursorChangedAtSourceOffset',
+        'deliveryId',
+        'attempt',
+        'streamMaxOffset',
+        'events',
+      ].sort(),
+    );
+    // The transform shapes type/payload/metadata; offsets, path, createdAt (and the caller's
+    // idempotency key) stay the source's.
+    const coordinates = ({ type: _t, payload: _p, metadata: _m, ...rest }: CommittedEvent) => rest;
+    expect(batch).toEqual({
+      projectId: null,
+      path: src,
+      streamId,
+      streamCreatedAt,
+      subscriptionKey: 'bill',
+      cursorChangedAtSourceOffset: cfg!.offset,
+      deliveryId: `delivery:${JSON.stringify([streamId, 'bill', cfg!.offset, a.offset, b.offset])}`,
+      attempt: 1,
+      streamMaxOffset: b.offset,
+      events: [
+        { ...coordinates(a), type: 'billing/job', payload: { cents: 100 }, metadata: { via: 'itx' } },
+        { ...coordinates(b), type: 'billing/job', payload: { cents: 200 }, metadata: { via: 'itx' } },
+      ],
+    });
+    expect(batch.events[0]).toMatchObject({ path: src, offset: a.offset, createdAt: a.createdAt, idempotencyKey: 'job-1' });
+
+    // The next append is the next batch, again attempt 1, and the cursor follows it.
+    const [c] = await api.append(src, { type: 'job', payload: { n: 3 } });
+    const after = await caughtUp(api, src, 'bill');
+    expect(after.acknowledgedOffset).toBe(c!.offset);
+    expect(offsetsOf(worker.calls)).toEqual([[a.offset, b.offset], [c!.offset]]);
+    expect(worker.calls[1]!.batch).toMatchObject({
+      attempt: 1,
+      streamMaxOffset: c!.offset,
+      deliveryId: `delivery:${JSON.stringify([streamId, 'bill', cfg!.offset, c!.offset, c!.offset])}`,
+    });
+    expect(sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
+  });
+
+  it('S33 with skip: one multi-event attempt, then exactly three single-event attempts of the poison event, an error-occurred naming its offset, and later events flow', async () => {
+    const worker = await spawnWorker(server.url, { name: 's33-worker' });
+    const src = '/s33/jobs';
+    await api.append(src, itxCall('skipper', 's33-worker', { onFailingEvent: 'skip' }));
+    const [poison, b, c] = (await api.append(src, [
+      { type: 'job', payload: { n: 1, poison: true } },
+      { type: 'job', payload: { n: 2 } },
+      { type: 'job', payload: { n: 3 } },
+    ])) as [CommittedEvent, CommittedEvent, CommittedEvent];
+
+    await caughtUp(api, src, 'skipper');
+    expect(offsetsOf(worker.calls)).toEqual([
+      [poison.offset, b.offset, c.offset],
+      [poison.offset],
+      [poison.offset],
+      [poison.offset],
+      [b.offset],
+      [c.offset],
+    ]);
+    expect(worker.calls.map((call) => call.behaviour)).toEqual(['fail', 'fail', 'fail', 'fail', 'ok', 'ok']);
+    // attempt counts consecutive failures: 1 for the batch, 2..4 for the confirmations; after the
+    // skip the ladder starts over.
+    expect(worker.calls.map((call) => call.batch.attempt)).toEqual([1, 2, 3, 4, 1, 1]);
+
+    const audits = await errorsOn(api, src);
+    expect(audits).toHaveLength(1);
+    expect(audits[0]!.payload).toMatchObject({ subscriptionKey: 'skipper', offset: poison.offset });
+    expect(String(audits[0]!.payload!.message)).toContain(`offset ${poison.offset}`);
+    expect(String(audits[0]!.payload!.error)).toContain('poison');
+    expect((await outboundOf(api, src, 'skipper'))?.deliveryHalted).toBeUndefined();
+
+    // Later events flow again in one batch.
+    const later = await api.append(src, [{ type: 'job', payload: { n: 4 } }, { type: 'job', payload: { n: 5 } }]);
+    await caughtUp(api, src, 'skipper');
+    expect(offsetsOf(worker.calls.slice(6))).toEqual([offsets(later)]);
+    expect(worker.calls[6]!.batch.attempt).toBe(1);
+    expect(await errorsOn(api, src)).toHaveLength(1);
+  });
+
+  it('an error marked retryable: false halts at once (attempts 1), even with onFailingEvent "skip"; setSubscriptionCursorAndResume goes on', async () => {
+    const worker = await spawnWorker(server.url, { name: 'fatal-worker' });
+    const src = '/fatal/jobs';
+    await api.append(src, itxCall('fatal', 'fatal-worker', { onFailingEvent: 'skip' }));
+    const [bad] = await api.append(src, { type: 'job', payload: { fatal: true } });
+
+    const entry = await halted(api, src, 'fatal');
+    expect(entry.deliveryHalted).toMatchObject({ reason: 'delivery-failed', afterOffset: bad!.offset - 1, attempts: 1 });
+    expect(entry.deliveryHalted!.error).toContain('fatal');
+    expect(offsetsOf(worker.calls)).toEqual([[bad!.offset]]);
+    expect(await errorsOn(api, src)).toHaveLength(0);
+
+    const res = await command(api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'fatal', afterOffset: bad!.offset });
+    expect(res.status, res.text).toBe(200);
+    const [good] = await api.append(src, { type: 'job', payload: { n: 2 } });
+    await caughtUp(api, src, 'fatal');
+    expect(offsetsOf(worker.calls)).toEqual([[bad!.offset], [good!.offset]]);
+  });
+
+  it('an error marked unavailable: true backs off without counting towards a skip, and the event is delivered once it passes', async () => {
+    const worker = await spawnWorker(server.url, { name: 'outage-worker' });
+    const src = '/outage/jobs';
+    await api.append(src, itxCall('dep', 'outage-worker', { onFailingEvent: 'skip' }));
+    const before = sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0;
+    // Five unavailable answers in a row: with "skip", three failing ones would have skipped it.
+    const [event] = await api.append(src, { type: 'job', payload: { plan: ['outage', 'outage', 'outage', 'outage', 'outage'] } });
+
+    await caughtUp(api, src, 'dep');
+    expect(worker.calls.map((c) => c.behaviour)).toEqual(['outage', 'outage', 'outage', 'outage', 'outage', 'ok']);
+    expect(worker.calls.map((c) => c.batch.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(flat(worker.calls)).toEqual(Array(6).fill(event!.offset));
+    expect(await errorsOn(api, src)).toHaveLength(0);
+    expect((await outboundOf(api, src, 'dep'))?.deliveryHalted).toBeUndefined();
+    const after = sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0;
+    expect(after - before).toBe(5);
+  });
+
+  it('a call that outlives deliveryTimeoutMs is unavailable: after two failing attempts the timed-out third does not confirm a skip', async () => {
+    const worker = await spawnWorker(server.url, { name: 'slow-worker' });
+    const src = '/timeout/jobs';
+    await api.append(src, itxCall('slow', 'slow-worker', { onFailingEvent: 'skip' }));
+    const [event] = await api.append(src, { type: 'job', payload: { plan: ['fail', 'fail', 'hang'] } });
+    await caughtUp(api, src, 'slow', 10_000);
+    expect(worker.calls.map((c) => [c.behaviour, c.batch.attempt])).toEqual([
+      ['fail', 1],
+      ['fail', 2],
+      ['hang', 3],
+      ['ok', 4],
+    ]);
+    expect(flat(worker.calls)).toEqual(Array(4).fill(event!.offset));
+    expect(await errorsOn(api, src)).toHaveLength(0);
+  });
+
+  it('a plain (non-WorkerError) failure counts as a failing event: with "halt" it halts after maxDeliveryAttempts', async () => {
+    const worker = await spawnWorker(server.url, { name: 'plain-worker' });
+    const src = '/plain/jobs';
+    await api.append(src, itxCall('plain', 'plain-worker'));
+    const [event] = await api.append(src, { type: 'job', payload: { plain: true } });
+    const entry = await halted(api, src, 'plain');
+    expect(entry.deliveryHalted).toMatchObject({ afterOffset: event!.offset - 1, attempts: QUICK.maxDeliveryAttempts });
+    expect(entry.deliveryHalted!.error).toContain('plain');
+    expect(worker.calls).toHaveLength(QUICK.maxDeliveryAttempts);
+  });
+});
+
+describe('S34 the skips-without-success count', () => {
+  it('S34 after two skips with no success between, the third failing event halts instead — across a server restart — and setSubscriptionCursorAndResume recovers', async () => {
+    const { dir, remove } = await tempDir('rivulet-s34-');
+    const internal: string[] = [];
+    const logger = { error: (message: string, error: unknown) => internal.push(`${message}: ${String(error)}`) };
+    let server: RunningServer | undefined;
+    try {
+      server = await startNodeServer({ host: '127.0.0.1', port: 0, data: dir, logger, ...QUICK });
+      const port = server.port;
+      let api = new Api(server.url);
+      const worker = await spawnWorker(server.url, { name: 's34-worker' });
+      const src = '/s34/jobs';
+      await api.append(src, itxCall('twice', 's34-worker', { onFailingEvent: 'skip' }));
+      const [p1, p2] = (await api.append(src, [
+        { type: 'job', payload: { n: 1, poison: true } },
+        { type: 'job', payload: { n: 2, poison: true } },
+      ])) as [CommittedEvent, CommittedEvent];
+
+      // Two skips, no success in between.
+      const audits = await eventually(async () => {
+        const found = await errorsOn(api, src);
+        return found.length >= 2 ? found : undefined;
+      }, 'two skip audits');
+      expect(audits.map((a) => a.payload!.offset)).toEqual([p1.offset, p2.offset]);
+      await eventually(async () => {
+        const row = await runtimeOf(api, src, 'twice');
+        // Past the second skipped event (and the audits after it, which the filter passes over).
+        return row && row.acknowledgedOffset > p2.offset && row.lag === 0 && row.inFlightDeadlineAt === null && row.attempt === 0 ? row : undefined;
+      }, 'the cursor past the second skipped event');
+      expect(offsetsOf(worker.calls)).toEqual([[p1.offset, p2.offset], [p1.offset], [p1.offset], [p1.offset], [p2.offset], [p2.offset], [p2.offset]]);
+
+      // Restart the server on the same data folder and port; the worker reconnects by itself.
+      await server.close();
+      server = await startNodeServer({ host: '127.0.0.1', port, data: dir, logger, ...QUICK });
+      api = new Api(server.url);
+      await worker.waitForSessions(2);
+      const restarted = server;
+      await eventually(() => restarted.workers.has(null, 's34-worker'), 'the worker registered again after the restart');
+
+      // The third failing event in a row halts instead of being skipped: the count was stored.
+      const callsBefore = worker.calls.length;
+      const [p3] = await api.append(src, { type: 'job', payload: { n: 3, poison: true } });
+      const entry = await halted(api, src, 'twice');
+      expect(entry.deliveryHalted).toMatchObject({ reason: 'delivery-failed', afterOffset: p3!.offset - 1, attempts: 3 });
+      expect(offsetsOf(worker.calls.slice(callsBefore))).toEqual([[p3!.offset], [p3!.offset], [p3!.offset]]);
+      expect((await errorsOn(api, src)).map((a) => a.payload!.offset)).toEqual([p1.offset, p2.offset]);
+
+      // setSubscriptionCursorAndResume past it recovers; the next event is delivered.
+      const res = await command(api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'twice', afterOffset: p3!.offset });
+      expect(res.status, res.text).toBe(200);
+      expect((res.body as { resumed: CommittedEvent | null }).resumed?.type).toBe(EventType.subscriptionDeliveryResumed);
+      const [ok] = await api.append(src, { type: 'job', payload: { n: 4 } });
+      const row = await caughtUp(api, src, 'twice');
+      expect(row.acknowledgedOffset).toBe(ok!.offset);
+      expect(offsetsOf(worker.calls.slice(callsBefore + 3))).toEqual([[ok!.offset]]);
+      expect(internal).toEqual([]);
+    } finally {
+      await killAllWorkers();
+      await server?.close();
+      await remove();
+    }
+  });
+});
+
+describe('an unavailable worker (long ladder)', () => {
+  let server: TestServer;
+  let api: Api;
+
+  beforeAll(async () => {
+    server = await startTestServer(LONG);
+    api = server.api;
+  });
+
+  afterAll(async () => {
+    await killAllWorkers();
+    await server?.close();
+  });
+
+  /** Waits until `key` has failed at least `n` times in a row with a "not connected" error. */
+  const unavailableFor = (src: string, key: string, worker: string, n: number) =>
+    eventually(
+      async () => {
+        const row = await runtimeOf(api, src, key);
+        return row && row.attempt >= n && new RegExp(`no worker "${worker}" is connected`).test(row.lastError ?? '') ? row : undefined;
+      },
+      `${src} "${key}" to fail ${n} times with "not connected"`,
+    );
+
+  it('S35 a worker that never connected is unavailable: attempts grow beyond 3, no skip audit even with "skip", and every event arrives once, in order, when it starts', async () => {
+    const src = '/s35/never';
+    await api.append(src, itxCall('later', 's35-late'));
+    await api.append(src, itxCall('later-skip', 's35-late-skip', { onFailingEvent: 'skip' }));
+    const first = await api.append(src, [
+      { type: 'job', payload: { n: 1 } },
+      { type: 'job', payload: { n: 2 } },
+      { type: 'job', payload: { n: 3 } },
+    ]);
+    await unavailableFor(src, 'later', 's35-late', 5);
+    const row = await unavailableFor(src, 'later-skip', 's35-late-skip', 5);
+    expect(row.acknowledgedOffset).toBe(first[0]!.offset - 1);
+    const more = await api.append(src, { type: 'job', payload: { n: 4 } });
+    expect(await errorsOn(api, src)).toHaveLength(0);
+    expect((await outboundOf(api, src, 'later-skip'))?.deliveryHalted).toBeUndefined();
+
+    const late = await spawnWorker(server.url, { name: 's35-late' });
+    const lateSkip = await spawnWorker(server.url, { name: 's35-late-skip' });
+    await caughtUp(api, src, 'later');
+    await caughtUp(api, src, 'later-skip');
+    const expected = offsets([...first, ...more]);
+    expect(flat(late.calls)).toEqual(expected);
+    expect(flat(lateSkip.calls)).toEqual(expected);
+    // The ladder went on while nobody was there: the first call is a late attempt.
+    expect(late.calls[0]!.batch.attempt).toBeGreaterThan(5);
+    expect(await errorsOn(api, src)).toHaveLength(0);
+  });
+
+  it('S35 a worker killed while idle: its registration ends, deliveries back off as "not connected" (never skipped), and a new worker process receives every later event once, in order', async () => {
+    const src = '/s35/killed';
+    const first = await spawnWorker(server.url, { name: 's35-killed' });
+    await api.append(src, itxCall('k', 's35-killed', { onFailingEvent: 'skip' }));
+    const [e1] = await api.append(src, { type: 'job', payload: { n: 1 } });
+    await caughtUp(api, src, 'k');
+    expect(flat(first.calls)).toEqual([e1!.offset]);
+
+    await first.kill('SIGKILL');
+    await eventually(() => !server.server.workers.has(null, 's35-killed'), 'the registration to end with the killed session');
+    const down = await api.append(src, [
+      { type: 'job', payload: { n: 2 } },
+      { type: 'job', payload: { n: 3 } },
+    ]);
+    await unavailableFor(src, 'k', 's35-killed', 5);
+    const down2 = await api.append(src, { type: 'job', payload: { n: 4 } });
+    expect(await errorsOn(api, src)).toHaveLength(0);
+
+    const second = await spawnWorker(server.url, { name: 's35-killed' });
+    await caughtUp(api, src, 'k');
+    expect(flat(second.calls)).toEqual(offsets([...down, ...down2]));
+    expect(flat(first.calls)).toEqual([e1!.offset]);
+    expect(await errorsOn(api, src)).toHaveLength(0);
+  });
+
+  it('a worker killed with SIGKILL in the middle of a call counts as unavailable: two failing attempts plus the killed one do not confirm a skip', async () => {
+    const src = '/killed/mid-call';
+    const worker = await spawnWorker(server.url, { name: 'mid-call' });
+    await api.append(src, itxCall('mid', 'mid-call', { onFailingEvent: 'skip' }));
+    const metrics = await scrape(api);
+    const failingBefore = sampleOf(metrics, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'failing' }) ?? 0;
+    const unavailableBefore = sampleOf(metrics, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0;
+    // Attempts 1 and 2 fail (two confirmations of this single event), attempt 3 never answers.
+    const [event] = await api.append(src, { type: 'job', payload: { plan: ['fail', 'fail', 'hang'] } });
+    await worker.waitForCalls(3);
+    expect(worker.calls.map((c) => c.behaviour)).toEqual(['fail', 'fail', 'hang']);
+    await worker.kill('SIGKILL');
+
+    // The killed call is unavailable (had it counted as failing, it would be the third
+    // confirmation and the event would be skipped now).
+    await unavailableFor(src, 'mid', 'mid-call', 5);
+    const after = await scrape(api);
+    expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'failing' }) ?? 0) - failingBefore).toBe(2);
+    expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0) - unavailableBefore).toBeGreaterThanOrEqual(3);
+    expect(await errorsOn(api, src)).toHaveLength(0);
+
+    // A new process of the worker gets the event (a later attempt: the plan says "ok").
+    const again = await spawnWorker(server.url, { name: 'mid-call' });
+    await caughtUp(api, src, 'mid');
+    expect(flat(again.calls)).toEqual([event!.offset]);
+    expect(again.calls[0]!.batch.attempt).toBeGreaterThan(3);
+    expect(await errorsOn(api, src)).toHaveLength(0);
+  });
+});
