@@ -155,7 +155,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       afterCommit: (actor, events: readonly CommittedEvent[], bytes: number) => {
         metrics.appendedEvents.inc({}, events.length);
         metrics.appendedBytes.inc({}, bytes);
-        delivery.poke(actor);
+        delivery.poke(actor, events);
       },
     },
     { canEvict: (actor) => !delivery.isBusy(actor), onEvict: (actor) => delivery.forget(actor) },

@@ -3,6 +3,7 @@
  * first poke. Hosts poke it after every commit (the actor's afterCommit hook) and at start for every
  * stream with subscription rows, so owed work survives a restart without any new append (S40).
  */
+import type { CommittedEvent } from '@rivulet/contract';
 import type { StreamActor } from '../actor.js';
 import { StreamSender, type SenderDeps } from './sender.js';
 
@@ -21,11 +22,17 @@ export class DeliveryEngine {
     return sender;
   }
 
-  /** A send check soon; cheap when the stream has no subscriptions. */
-  poke(actor: StreamActor): void {
+  /**
+   * A send check soon; cheap when the stream has no subscriptions. With the events just committed,
+   * subscriptions that were caught up and whose event types match none of them simply move past
+   * them, and no check is scheduled for them at all.
+   */
+  poke(actor: StreamActor, committed?: readonly CommittedEvent[]): void {
     if (this.closed) return;
     if (!this.senders.has(actor) && actor.subscriptions.size === 0) return;
-    this.sender(actor).poke();
+    const sender = this.sender(actor);
+    if (committed && sender.passOver(committed)) return;
+    sender.poke();
   }
 
   /** The actor left memory: drop its sender (it has no subscriptions and nothing in flight). */

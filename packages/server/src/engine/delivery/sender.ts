@@ -9,7 +9,7 @@
  * if the row is still on that run and the delivery is still the current one: a late success of a
  * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it (S39).
  */
-import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type OutboundEntry } from '@rivulet/contract';
+import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type CommittedEvent, type OutboundEntry } from '@rivulet/contract';
 import { shapeEvent } from '../../core/filter.js';
 import { afterFailure, ladderDefaults, type Failure, type LadderKnobs } from '../../core/ladder.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
@@ -70,6 +70,36 @@ export class StreamSender {
 
   get busy(): boolean {
     return this.flights.size > 0;
+  }
+
+  /**
+   * Moves caught-up subscriptions whose event types match none of `committed` past them, without a
+   * read or a delivery (skip-not-defer, SEMANTICS §5.2): what a send check would have concluded.
+   * Answers true when no subscription of the stream needs a check for these events.
+   */
+  passOver(committed: readonly CommittedEvent[]): boolean {
+    const state = this.actor.coreState;
+    const first = committed[0];
+    const last = committed[committed.length - 1];
+    if (!state || !first || !last) return false;
+    let allPassed = true;
+    for (const row of [...this.actor.subscriptions.all()]) {
+      const entry = state.subscriptions.outbound.byKey[row.key];
+      const types = entry?.configuration.filter?.eventTypes;
+      const quiet =
+        entry !== undefined &&
+        types !== undefined &&
+        entry.configuration.receiver.action !== 'processor-wake' &&
+        !row.halted &&
+        row.inflightDeadlineAt === null &&
+        row.nextAttemptAt === null &&
+        !this.flights.has(row.key) &&
+        row.cursor === first.offset - 1 &&
+        committed.every((e) => e.ephemeral === true || !types.includes(e.type));
+      if (quiet) this.actor.subscriptions.advanceQuietly(row, last.offset);
+      else allPassed = false;
+    }
+    return allPassed;
   }
 
   /** Schedules a send check soon, outside the caller's promise chain (SEMANTICS §8). */
