@@ -39,7 +39,7 @@ export async function collectBatch(
   let scanned = 0;
   // Pages start at about the batch size (a webhook needs one event, not a thousand rows read and
   // parsed) and double while filters keep passing rows over, up to scanRows per round.
-  let pageSize = Math.min(limits.scanRows, limits.maxEvents + 8);
+  let pageSize = Math.min(limits.scanRows, limits.maxEvents + 1);
   for (;;) {
     const rows = actor.store.readRange(sid, {
       afterOffset: scannedTo,

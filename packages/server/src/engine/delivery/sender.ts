@@ -102,6 +102,21 @@ export class StreamSender {
     return allPassed;
   }
 
+  /** Events of the source read by receivers (the run's configure event): immutable per lifetime. */
+  private readonly sourceEvents = new Map<string, CommittedEvent>();
+
+  private sourceEvent(streamId: string, offset: number): CommittedEvent | undefined {
+    const key = `${streamId}:${offset}`;
+    let event = this.sourceEvents.get(key);
+    if (!event) {
+      event = this.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
+      if (!event) return undefined;
+      if (this.sourceEvents.size >= 64) this.sourceEvents.delete(this.sourceEvents.keys().next().value as string);
+      this.sourceEvents.set(key, event);
+    }
+    return event;
+  }
+
   /** Schedules a send check soon, outside the caller's promise chain (SEMANTICS §8). */
   poke(): void {
     if (this.queued || this.closed) return;
@@ -260,7 +275,7 @@ export class StreamSender {
       attempt: current.attempt + 1,
       streamMaxOffset: this.actor.durableHead,
       entry,
-      sourceEvent: (offset) => this.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset),
+      sourceEvent: (offset) => this.sourceEvent(state.streamId, offset),
     };
     const outcome = await this.call(ctx, delivered, timeout);
     current = this.current(key, flight);
