@@ -52,16 +52,4 @@ export interface ItxRootRpc {
   readonly workers: CallablesRpc;
 }
 
-/** The batch an itx-call subscription hands a worker (SEMANTICS §5.7). */
-export interface ItxBatch {
-  projectId: string | null;
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  deliveryId: string;
-  attempt: number;
-  streamMaxOffset: number;
-  events: CommittedEvent[];
-}
+export type { ItxBatch } from '@rivulet/contract';

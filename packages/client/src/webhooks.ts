@@ -9,25 +9,9 @@
  * Deliveries are at least once: deduplicate by `webhook-id` (the envelope's `deliveryId`, stable
  * across retries of one event in one run) or by `(streamId, event.offset)`.
  */
-import { RivuletError, type CommittedEvent } from '@rivulet/contract';
+import { RivuletError, type WebhookEnvelope } from '@rivulet/contract';
 
-export interface WebhookEnvelope {
-  projectId: string | null;
-  /** The source stream's path. */
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  /** Equals the `webhook-id` header. */
-  deliveryId: string;
-  /** 1 for the first try of this event in this delivery run, then 2, 3, … */
-  attempt: number;
-  /** The subscription-configured event that configured this delivery run. */
-  configuredEvent: CommittedEvent;
-  /** The committed event; a jsonataTransform shaped its type, payload and metadata only. */
-  event: CommittedEvent;
-}
+export type { WebhookEnvelope };
 
 /** A request as a framework hands it over: headers (any case) and the raw body text. */
 export interface WebhookRequestLike {

@@ -8,3 +8,4 @@ export * from './subscriptions.js';
 export * from './state.js';
 export * from './http.js';
 export * from './validation.js';
+export * from './deliveries.js';

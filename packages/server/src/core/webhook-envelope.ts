@@ -5,34 +5,12 @@
  * coordinates (path, offset, createdAt, idempotencyKey, source) stay the source's, so a receiver
  * deduplicates by (streamId, event.offset) whatever the transform does.
  */
-import type { CommittedEvent } from '@rivulet/contract';
+import type { CommittedEvent, DeliveryStamp, WebhookEnvelope } from '@rivulet/contract';
 import type { ShapedEvent } from './filter.js';
 
-export interface WebhookEnvelope {
-  projectId: string | null;
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  /** Also the `webhook-id` header: stable across retries of one event in one run. */
-  deliveryId: string;
-  /** 1 for the first try of this event in this run, then 2, 3, … */
-  attempt: number;
-  configuredEvent: CommittedEvent;
-  event: CommittedEvent;
-}
-
-export interface WebhookStamp {
-  projectId: string | null;
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  deliveryId: string;
-  attempt: number;
-}
+export type { WebhookEnvelope };
+/** The stamp part of an envelope. */
+export type WebhookStamp = DeliveryStamp;
 
 /** The committed event with the transform's type, payload and metadata; every other field as stored. */
 export function shapedCommittedEvent(event: CommittedEvent, shaped: ShapedEvent): CommittedEvent {
