@@ -8,7 +8,8 @@
  * Each part is rebuilt only when its slice of the state changed.
  */
 import type { CommittedEvent, RivuletClient, StreamStateResponse } from '@rivulet/client';
-import { badge, errorBox, jsonBlock, streamLink } from '../common.js';
+import { badge, jsonBlock, streamLink } from '../common.js';
+import { openDialog } from '../dialog.js';
 import { h, keepFocus, mount, type Child } from '../dom.js';
 import {
   deliverySettings,
@@ -355,50 +356,4 @@ function code(text: string): HTMLElement {
 
 function dash(title?: string): HTMLElement {
   return h('span', { class: 'muted', title }, '—');
-}
-
-interface DialogOptions {
-  title: string;
-  body: Child[];
-  confirm: string;
-  /** Focused when the dialog opens (default: the confirm button). */
-  focus?: HTMLElement;
-  /** The action; a thrown error is shown in the dialog, which stays open. */
-  run(): Promise<void>;
-}
-
-/** A modal confirmation: nothing happens until its confirm button is pressed. */
-function openDialog(options: DialogOptions): void {
-  // One question at a time (a double click must not stack two dialogs).
-  if (document.querySelector('dialog[open]')) return;
-  const problem = h('div');
-  const confirm = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'dialog-confirm' }, options.confirm);
-  const cancel = h('button', { type: 'button', class: 'btn', onclick: () => dialog.close() }, 'Cancel');
-  const form = h(
-    'form',
-    {
-      method: 'dialog',
-      onsubmit: (e) => {
-        e.preventDefault();
-        confirm.disabled = true;
-        mount(problem);
-        options
-          .run()
-          .then(() => dialog.close())
-          .catch((error: unknown) => mount(problem, errorBox(error, 'dialog-error')))
-          .finally(() => {
-            confirm.disabled = false;
-          });
-      },
-    },
-    h('h2', { id: 'dialog-title' }, options.title),
-    options.body,
-    problem,
-    h('div', { class: 'dialog-actions' }, cancel, confirm),
-  );
-  const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'dialog-title' }, form);
-  dialog.addEventListener('close', () => dialog.remove());
-  document.body.appendChild(dialog);
-  dialog.showModal();
-  (options.focus ?? confirm).focus();
 }
