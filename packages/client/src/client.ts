@@ -15,6 +15,8 @@ import {
   type StreamListEntry,
   type StreamStateResponse,
   type SubscribeToEventsFromBody,
+  type WaitForEventBody,
+  type WaitForEventResponse,
 } from '@rivulet/contract';
 import { HttpClient, type FetchLike } from './http.js';
 import { tailEvents, type TailOptions } from './tail.js';
@@ -117,6 +119,11 @@ export interface RivuletClient {
     body: { subscriptionKey: string; afterOffset: number },
     options?: CallOptions,
   ): Promise<{ cursorSet: CommittedEvent; resumed: CommittedEvent | null }>;
+  /**
+   * The first matching event (protocol §19.6): a durable one after `body.afterOffset` when given,
+   * else the first appended from now on. Rejects with code TIMEOUT after `body.timeoutMs`.
+   */
+  waitForEvent(path: string, body: WaitForEventBody, options?: CallOptions): Promise<WaitForEventResponse>;
 }
 
 function checkBaseUrl(url: string): string {
@@ -223,5 +230,6 @@ export function createClient(options: ClientOptions): RivuletClient {
     setSubscriptionCursor: (path, body, o) => command(path, 'setSubscriptionCursor', body, o),
     resumeSubscription: (path, body, o) => command(path, 'resumeSubscription', body, o),
     setSubscriptionCursorAndResume: (path, body, o) => command(path, 'setSubscriptionCursorAndResume', body, o),
+    waitForEvent: (path, body, o) => command(path, 'waitForEvent', body, o),
   };
 }

@@ -30,7 +30,33 @@ export { SseParser, readSse, type SseMessage } from './sse.js';
 export { encodeStreamPath, streamUrl } from './urls.js';
 export { connect, type ConnectOptions, type ItxConnection, type ItxRoot } from './rpc.js';
 export { serveWorker, WorkerError, type ServedWorker, type WorkerHandler } from './worker.js';
-export type { ItxBatch, ItxRootRpc, StreamRpc, CallablesRpc, RegistrationRpc, RpcReadOptions } from './rpc-types.js';
+export { watch, type LiveWatch, type WatchEnded, type WatchOptions } from './watch.js';
+export type {
+  ConnectionBatch,
+  ConnectionClosed,
+  ConnectionCloseReason,
+  OpenConnectionOptions,
+  WaitForEventBody,
+  WaitForEventResponse,
+} from '@rivulet/contract';
+export { defineProcessor, type ProcessorDefinition, type ProcessorEventContext } from './processor.js';
+export type {
+  ProcessorBatch,
+  ProcessorDeliveryResult,
+  ProcessorReportReceipt,
+  ProcessorWakeRequest,
+  ProcessorWakeResponse,
+} from '@rivulet/contract';
+export type {
+  ItxBatch,
+  ItxRootRpc,
+  StreamRpc,
+  CallablesRpc,
+  RegistrationRpc,
+  RpcReadOptions,
+  LiveConnectionRpc,
+  OpenConnectionRpcOptions,
+} from './rpc-types.js';
 export { RpcTarget } from 'capnweb';
 export {
   verifyWebhook,

@@ -4,10 +4,15 @@
  */
 import type {
   CommittedEvent,
+  ConnectionBatch,
+  ConnectionClosed,
+  OpenConnectionOptions,
   ReadResponse,
   RuntimeState,
   StreamStateResponse,
   SubscribeToEventsFromBody,
+  WaitForEventBody,
+  WaitForEventResponse,
 } from '@rivulet/contract';
 import type { AppendEvent } from './client.js';
 
@@ -31,6 +36,25 @@ export interface StreamRpc {
   resumeSubscription(body: { subscriptionKey: string }): Promise<{ event: CommittedEvent | null }>;
   setSubscriptionCursorAndResume(body: { subscriptionKey: string; afterOffset: number }): Promise<{ cursorSet: CommittedEvent; resumed: CommittedEvent | null }>;
   destroy(): Promise<{ destroyed: true }>;
+  /** A live connection (protocol §19): `processEventBatch` gets every batch until the handle closes. */
+  openConnection(options: OpenConnectionRpcOptions): Promise<LiveConnectionRpc>;
+  /** The first matching event (protocol §19.6); rejects with code TIMEOUT when none came in time. */
+  waitForEvent(body: WaitForEventBody): Promise<WaitForEventResponse>;
+}
+
+/** openConnection's options (API.md §5) with the callback, a function passed by reference. */
+export interface OpenConnectionRpcOptions extends OpenConnectionOptions {
+  processEventBatch(batch: ConnectionBatch): unknown;
+}
+
+/** The handle openConnection answers. */
+export interface LiveConnectionRpc {
+  readonly connectionKey: string;
+  /** The stream head once open (the offset of its connection-opened fact). */
+  readonly streamMaxOffset: number;
+  close(): Promise<{ closed: boolean }>;
+  /** Resolves when the connection closes, with the reason. */
+  whenClosed(): Promise<ConnectionClosed>;
 }
 
 export interface RegistrationRpc {
@@ -50,6 +74,8 @@ export interface ItxRootRpc {
     list(options?: { prefix?: string; after?: string; limit?: number }): Promise<{ streams: unknown[]; nextAfter?: string }>;
   };
   readonly workers: CallablesRpc;
+  /** Processor hosts (protocol §20): `register(name, host)` answers a registration. */
+  readonly processors: CallablesRpc;
 }
 
 export type { ItxBatch } from '@rivulet/contract';

@@ -9,3 +9,5 @@ export * from './state.js';
 export * from './http.js';
 export * from './validation.js';
 export * from './deliveries.js';
+export * from './processors.js';
+export * from './connections.js';

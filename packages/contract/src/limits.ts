@@ -31,6 +31,8 @@ export const Defaults = {
   retryBaseMs: 1000,
   retryMaxMs: 1_800_000,
   deliveryTimeoutMs: 20_000,
+  /** A caught-up hosted processor connection is closed after this long without a batch (protocol §20). */
+  processorIdleMs: 30_000,
   ephemeralRetentionMs: 600_000,
   ephemeralRetentionCount: 10_000,
 } as const;

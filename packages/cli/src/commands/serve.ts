@@ -19,6 +19,8 @@ Options:
   --retry-base-ms N            first retry delay (RIVULET_RETRY_BASE_MS, default ${Defaults.retryBaseMs})
   --retry-max-ms N             longest retry delay (RIVULET_RETRY_MAX_MS, default ${Defaults.retryMaxMs})
   --delivery-timeout-ms N      per receiver call (RIVULET_DELIVERY_TIMEOUT_MS, default ${Defaults.deliveryTimeoutMs})
+  --processor-idle-ms N        close a caught-up hosted processor connection after this long without a batch
+                               (RIVULET_PROCESSOR_IDLE_MS, default ${Defaults.processorIdleMs})
   --allow-private-webhooks     let webhooks reach loopback, private, link-local and metadata addresses
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
@@ -42,6 +44,7 @@ export const serveCommand: Command = {
       'retry-base-ms': { type: 'string' },
       'retry-max-ms': { type: 'string' },
       'delivery-timeout-ms': { type: 'string' },
+      'processor-idle-ms': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
     });
@@ -85,6 +88,7 @@ export const serveCommand: Command = {
         Defaults.deliveryTimeoutMs,
         1,
       ),
+      processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
     });
     io.out(
       `rivulet listening on ${server.url} (data ${server.dataDir}, durability ${durability}${tokensFile ? ', tokens' : ', open mode'})`,

@@ -42,6 +42,11 @@ interface Loaded {
   subscriptions: SubscriptionRuntime;
 }
 
+/** Called inside an append's synchronous section, right after its rows are written (before durability). */
+export interface AppendHooks {
+  committed?(decision: AppendDecision): void;
+}
+
 export interface CopyReceipt {
   appended: number;
   dropped: number;
@@ -60,6 +65,8 @@ export class StreamActor {
   private loaded: Loaded | null = null;
   /** Highest offset known durable; reads and live readers never go past it. */
   private committedHead = 0;
+  /** The core state at `committedHead` (the in-memory state may already be ahead of it). */
+  private publishedState: CoreState | null = null;
   private readonly listeners = new Set<LiveListener>();
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();
@@ -101,6 +108,7 @@ export class StreamActor {
       subscriptions,
     };
     this.committedHead = this.loaded.head;
+    this.publishedState = state;
     return this.loaded;
   }
 
@@ -120,6 +128,12 @@ export class StreamActor {
   get durableHead(): number {
     this.load();
     return this.committedHead;
+  }
+
+  /** The core state at the durable head (what live readers have been shown). */
+  get durableState(): CoreState | null {
+    this.load();
+    return this.publishedState;
   }
 
   get sid(): number | null {
@@ -208,6 +222,7 @@ export class StreamActor {
   async append(
     inputs: readonly AppendInput[] | ((state: CoreState | null) => readonly AppendInput[]),
     authority: Authority,
+    hooks?: AppendHooks,
   ): Promise<CommittedEvent[]> {
     let decision: AppendDecision | null;
     const lifetime = this.lifetime;
@@ -218,6 +233,7 @@ export class StreamActor {
       this.loaded = null;
       throw error;
     }
+    if (decision !== null && decision.fresh.length > 0) hooks?.committed?.(decision);
     await this.durable();
     if (decision === null) return [];
     // Destroyed while the commit became durable: the events are committed (and erased again);
@@ -228,6 +244,7 @@ export class StreamActor {
       this.published(
         decision.fresh.map((f) => f.event),
         bytes,
+        decision.state,
       );
     }
     return decision.results;
@@ -263,12 +280,13 @@ export class StreamActor {
   }
 
   /** Post-commit: advance the readable head, wake live readers, hand over to delivery. */
-  private published(events: CommittedEvent[], bytes: number): void {
+  private published(events: CommittedEvent[], bytes: number, state: CoreState): void {
     const last = events[events.length - 1]!;
     if (last.offset <= this.committedHead) return;
     const news = events.filter((e) => e.offset > this.committedHead);
     this.committedHead = last.offset;
-    for (const listener of [...this.listeners]) listener.onEvents(news);
+    this.publishedState = state;
+    for (const listener of [...this.listeners]) listener.onEvents(news, state);
     this.deps.afterCommit?.(this, news, bytes);
   }
 
@@ -293,11 +311,22 @@ export class StreamActor {
 
   runtimeState(extra?: Pick<RuntimeState, 'connections'>): RuntimeState | null {
     if (!this.exists) return null;
+    const connections: RuntimeState['connections'] = {};
+    for (const view of this.connectionViews) Object.assign(connections, view());
     return {
       streamMaxOffset: this.committedHead,
       subscriptions: this.load().subscriptions.view(this.committedHead),
-      connections: extra?.connections ?? {},
+      connections: Object.assign(connections, extra?.connections),
     };
+  }
+
+  /** Views of connections held outside the actor (hosted processor connections), merged into runtime.connections. */
+  private readonly connectionViews = new Set<() => RuntimeState['connections']>();
+
+  /** Adds a view to runtime.connections; answers the function that removes it. */
+  addConnectionView(view: () => RuntimeState['connections']): () => void {
+    this.connectionViews.add(view);
+    return () => this.connectionViews.delete(view);
   }
 
   /** Erases every row; the next touch starts a new lifetime (SEMANTICS §1.2). */
@@ -311,6 +340,7 @@ export class StreamActor {
     // The next lifetime's streamCreatedAt must sort after this one's, even within the same millisecond.
     this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
     this.committedHead = 0;
+    this.publishedState = null;
     const listeners = [...this.listeners];
     this.listeners.clear();
     for (const listener of listeners) listener.onDestroyed();
@@ -322,10 +352,10 @@ export class StreamActor {
    * Registers a live reader and answers the committed head at registration: the reader gets every
    * event committed after that offset, and nothing at or before it.
    */
-  watch(listener: LiveListener): { head: number; stop: () => void } {
+  watch(listener: LiveListener): { head: number; state: CoreState | null; stop: () => void } {
     this.load();
     this.listeners.add(listener);
-    return { head: this.committedHead, stop: () => this.listeners.delete(listener) };
+    return { head: this.committedHead, state: this.publishedState, stop: () => this.listeners.delete(listener) };
   }
 
   get listenerCount(): number {

@@ -10,6 +10,8 @@ export interface EngineConfig {
   retryBaseMs: number;
   retryMaxMs: number;
   deliveryTimeoutMs: number;
+  /** A caught-up hosted processor connection is closed after this long without a batch, and woken again on the next matching event (protocol §20). */
+  processorIdleMs: number;
   /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
   allowPrivateWebhooks: boolean;
 }
@@ -23,5 +25,6 @@ export const defaultEngineConfig: EngineConfig = {
   retryBaseMs: Defaults.retryBaseMs,
   retryMaxMs: Defaults.retryMaxMs,
   deliveryTimeoutMs: Defaults.deliveryTimeoutMs,
+  processorIdleMs: Defaults.processorIdleMs,
   allowPrivateWebhooks: true,
 };

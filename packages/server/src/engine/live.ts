@@ -1,11 +1,12 @@
 /**
- * Live readers of one stream (SSE tails, later RPC connections). The actor calls them after each
+ * Live readers of one stream (SSE tails, live connections and waitForEvent). The actor calls them after each
  * durable commit with the newly committed events, ephemeral included, in offset order.
  */
-import type { CommittedEvent } from '@rivulet/contract';
+import type { CommittedEvent, CoreState } from '@rivulet/contract';
 
 export interface LiveListener {
-  onEvents(events: readonly CommittedEvent[]): void;
+  /** `state` is the core state after these events (at the new durable head). */
+  onEvents(events: readonly CommittedEvent[], state: CoreState): void;
   /** The stream was destroyed; the listener is already removed. */
   onDestroyed(): void;
 }

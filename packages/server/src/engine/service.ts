@@ -20,6 +20,9 @@ import type { StreamStore } from './stream-store.js';
 import { tailStream, type TailItem, type TailOptions } from './tail.js';
 import { RivuletError, type SubscribeToEventsFromBody } from '@rivulet/contract';
 import * as commands from './commands.js';
+import { ConnectionHub, waitForEvent, type BatchCallback, type ConnectionHandle, type ConnectionLimits } from './connections/index.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
+import type { OpenConnectionOptions, WaitForEventBody, WaitForEventResponse } from '@rivulet/contract';
 
 export interface ReadOptions {
   afterOffset: number;
@@ -55,14 +58,40 @@ export interface StreamService {
     path: string,
     body: { subscriptionKey: string; afterOffset: number },
   ): ReturnType<typeof commands.setSubscriptionCursorAndResume>;
+  /**
+   * A live connection (API.md §5, protocol §19): `callback` receives batches until the handle is
+   * closed. Optional: a host that serves no live connections leaves it out (callers answer UNAVAILABLE).
+   */
+  openConnection?(projectId: string | null, path: string, options: OpenConnectionOptions, callback: BatchCallback): Promise<ConnectionHandle>;
+  /** `:waitForEvent` (API.md §3, protocol §19.6); `signal` cancels the wait. Optional like openConnection. */
+  waitForEvent?(projectId: string | null, path: string, body: WaitForEventBody, signal?: AbortSignal): Promise<WaitForEventResponse>;
+}
+
+export interface LocalServiceOptions {
+  clock?: Clock;
+  random?: Random;
+  /** Backlog and batch bounds of live connections (tests make them small). */
+  connectionLimits?: Partial<ConnectionLimits>;
+  log?(message: string, error?: unknown): void;
 }
 
 export class LocalStreamService implements StreamService {
+  /** The live connections of every stream of this service. */
+  readonly connections: ConnectionHub;
+
   constructor(
     private readonly registry: StreamRegistry,
     private readonly store: StreamStore,
     private readonly metrics: ServerMetrics,
-  ) {}
+    options: LocalServiceOptions = {},
+  ) {
+    this.connections = new ConnectionHub({
+      clock: options.clock ?? systemClock,
+      random: options.random ?? systemRandom,
+      ...(options.connectionLimits ? { limits: options.connectionLimits } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    });
+  }
 
   actor(projectId: string | null, path: string): StreamActor {
     return this.registry.get(projectId, path);
@@ -86,7 +115,7 @@ export class LocalStreamService implements StreamService {
 
   async state(projectId: string | null, path: string): Promise<StreamStateResponse> {
     const actor = this.actor(projectId, path);
-    return { core: actor.coreState, runtime: actor.runtimeState() };
+    return { core: actor.coreState, runtime: actor.runtimeState({ connections: this.connections.runtime(actor) }) };
   }
 
   async destroy(projectId: string | null, path: string): Promise<boolean> {
@@ -124,6 +153,14 @@ export class LocalStreamService implements StreamService {
 
   setSubscriptionCursorAndResume(projectId: string | null, path: string, body: { subscriptionKey: string; afterOffset: number }) {
     return commands.setSubscriptionCursorAndResume(this.actor(projectId, path), body);
+  }
+
+  openConnection(projectId: string | null, path: string, options: OpenConnectionOptions, callback: BatchCallback): Promise<ConnectionHandle> {
+    return this.connections.openConnection(this.actor(projectId, path), options, callback);
+  }
+
+  waitForEvent(projectId: string | null, path: string, body: WaitForEventBody, signal?: AbortSignal): Promise<WaitForEventResponse> {
+    return waitForEvent(this.connections, this.actor(projectId, path), body, signal);
   }
 }
 

@@ -27,6 +27,28 @@ function refuse(socket: Duplex, error: RivuletError): void {
   );
 }
 
+/**
+ * The messages one turn sends leave in one socket write. Cap'n Web sends every RPC message with its
+ * own `ws.send()`, and `ws` writes each frame at once: a commit that calls a hundred live callbacks
+ * (protocol §19) would make several hundred writes. The socket stays corked until the end of the
+ * turn (process.nextTick runs after the turn's microtasks), then one writev sends them all.
+ */
+function coalesceWrites(ws: WebSocket, socket: Duplex): void {
+  const send = ws.send.bind(ws) as (...args: unknown[]) => void;
+  let corked = false;
+  ws.send = ((...args: unknown[]) => {
+    if (!corked && !socket.destroyed) {
+      corked = true;
+      socket.cork();
+      process.nextTick(() => {
+        corked = false;
+        socket.uncork();
+      });
+    }
+    send(...args);
+  }) as typeof ws.send;
+}
+
 export interface RpcEndpoint {
   /** Open sessions. */
   readonly sessions: number;
@@ -70,6 +92,7 @@ export function attachRpc(
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
+      coalesceWrites(ws, socket);
       open.add(ws);
       ws.once('close', () => open.delete(ws));
       startRpcSession(ws, principal, options.deps, options.logger, options.hooks);

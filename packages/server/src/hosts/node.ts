@@ -30,6 +30,8 @@ import { attachRpc } from './node-rpc.js';
 import { CallableRegistry } from '../engine/itx/worker-registry.js';
 import { ItxRoot, type ItxDeps } from '../rpc/root.js';
 import { itxReceiver } from '../rpc/itx-receiver.js';
+import { SessionClosers } from '../rpc/session-closers.js';
+import { processorWaker } from '../rpc/processor-waker.js';
 import { nodeAssets } from './node-assets.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { lockDataFolder } from './data-lock.js';
@@ -73,6 +75,8 @@ export interface RunningServer {
   service: LocalStreamService;
   /** Workers registered over RPC (for tests and diagnostics). */
   workers: CallableRegistry;
+  /** Processor hosts registered over RPC (for tests and diagnostics). */
+  processors: CallableRegistry;
   /** Open RPC sessions. */
   readonly rpcSessions: number;
   close(): Promise<void>;
@@ -125,12 +129,15 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     receiveCopies: (projectId, path, batch) => registry.get(projectId, path).receiveCopies(batch),
   };
   const workers = new CallableRegistry('worker');
+  const processors = new CallableRegistry('processor');
   // The service is created below; the ITX root reaches it lazily (deliveries start after start-up).
   const itxDeps: ItxDeps = {
     get service() {
       return service;
     },
     workers,
+    processors,
+    sessions: new SessionClosers(),
   };
   const webhooks = nodeWebhooks({ secret: webhookSecret, allowPrivate: config.allowPrivateWebhooks, clock, resolve: options.webhookResolver });
   const delivery = new DeliveryEngine({
@@ -143,9 +150,12 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       'itx-call': itxReceiver((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
       'webhook-post': webhooks.receiver,
     },
+    processorWaker: processorWaker((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
     metrics,
     log: (message, error) => (error === undefined ? logger.warn?.(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error)),
   });
+  // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.
+  processors.onRegistered((projectId) => delivery.processorHostRegistered(projectId));
   const registry: StreamRegistry = new StreamRegistry(
     {
       store,
@@ -170,7 +180,11 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   };
   metrics.subscriptionLag.collect = () =>
     store.largestLags(100).map((l) => ({ labels: { project: l.projectId ?? '', stream: l.path, key: l.key }, value: l.lag }));
-  const service = new LocalStreamService(registry, store, metrics);
+  const service = new LocalStreamService(registry, store, metrics, {
+    clock,
+    random,
+    log: (message, error) => logger.warn?.(`rivulet: ${message}${error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`}`),
+  });
   let ready = false;
   const app = createApp({
     service,
@@ -219,12 +233,15 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     metrics,
     service,
     workers,
+    processors,
     get rpcSessions() {
       return rpc.sessions;
     },
     close() {
       closing ??= (async () => {
         ready = false;
+        // Open live connections record their close while storage is still there (protocol §19.4).
+        await service.connections.closeAll('server-stopped');
         rpc.close();
         delivery.close();
         webhooks.close();

@@ -20,6 +20,7 @@ import {
 } from './stream-routes.js';
 import { STREAMS_PREFIX, parseStreamAddress } from './stream-url.js';
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
+import { connectionMethods, connectionOperations } from './connection-methods.js';
 
 export interface AppOptions {
   service: StreamService;
@@ -57,9 +58,14 @@ function rawPathOf(c: Context): string {
 
 export function createApp(options: AppOptions): Hono {
   const logger = options.logger ?? consoleLogger;
-  const methods = new Map<string, CustomMethod>([['state', stateMethod], ...subscriptionMethods, ...(options.methods ?? [])]);
+  const methods = new Map<string, CustomMethod>([
+    ['state', stateMethod],
+    ...subscriptionMethods,
+    ...connectionMethods,
+    ...(options.methods ?? []),
+  ]);
   const openapi = buildOpenApi(
-    [...coreOperations, ...subscriptionOperations, ...(options.operations ?? [])],
+    [...coreOperations, ...subscriptionOperations, ...connectionOperations, ...(options.operations ?? [])],
     options.version ?? '0.0.0',
   );
   const { metrics } = options;

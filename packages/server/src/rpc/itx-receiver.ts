@@ -15,7 +15,8 @@ import type { ItxRoot } from './root.js';
 /** Errors capnweb raises when the peer's session is gone (its own, unexported messages). */
 const BROKEN_SESSION = /Peer closed WebSocket|WebSocket connection failed|RPC session was shut down|RPC session failed/i;
 
-function classify(error: unknown, broken: boolean): DeliveryOutcome {
+/** The outcome of a failed ITX call (also used by processor wakes and batches, rpc/processor-waker.ts). */
+export function classify(error: unknown, broken: boolean): Extract<DeliveryOutcome, { ok: false }> {
   const cause = error instanceof ItxStepError ? error.cause : error;
   const props = (cause ?? {}) as { code?: unknown; unavailable?: unknown; retryable?: unknown };
   const message = messageOf(error);

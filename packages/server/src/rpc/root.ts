@@ -21,10 +21,16 @@ import {
 import { RpcTarget } from 'capnweb';
 import type { CallableRegistry, HeldStub } from '../engine/itx/worker-registry.js';
 import type { StreamService } from '../engine/service.js';
+import { openRpcConnection, rpcWaitForEvent, type LiveConnectionHandle } from './connections.js';
+import type { SessionClosers } from './session-closers.js';
 
 export interface ItxDeps {
   service: StreamService;
   workers: CallableRegistry;
+  /** What ends with an RPC session (live connections, waits; protocol §19); without it, no live connections. */
+  sessions?: SessionClosers | undefined;
+  /** Processor hosts (`processors.register`, protocol §20); absent on a host that serves none. */
+  processors?: CallableRegistry | undefined;
 }
 
 export interface ItxScope {
@@ -101,6 +107,21 @@ export class StreamApi extends RpcTarget {
   setSubscriptionCursorAndResume(body: unknown) {
     const b = parseOrThrow(SetSubscriptionCursorBodySchema, body, 'body');
     return this.#scope.deps.service.setSubscriptionCursorAndResume(this.#scope.projectId, this.#path, b);
+  }
+
+  /** A live connection (API.md §5, protocol §19): `options.processEventBatch` is called with each batch. */
+  openConnection(options: unknown): Promise<LiveConnectionHandle> {
+    return openRpcConnection(this.#connectionContext(), options);
+  }
+
+  /** The first matching event after `afterOffset`, or live (API.md §3); TIMEOUT after `timeoutMs`. */
+  waitForEvent(body: unknown) {
+    return rpcWaitForEvent(this.#connectionContext(), body);
+  }
+
+  #connectionContext() {
+    const { deps, projectId, sessionId } = this.#scope;
+    return { service: deps.service, projectId, sessionId, sessions: deps.sessions, path: this.#path };
   }
 
   async destroy(): Promise<{ destroyed: true }> {
@@ -205,5 +226,12 @@ export class ItxRoot extends RpcTarget {
 
   get workers(): CallablesApi {
     return new CallablesApi(this.#scope, this.#scope.deps.workers);
+  }
+
+  /** `processors.register(name, host)` / `processors.get(name)`: processor hosts (API.md §5, protocol §20). */
+  get processors(): CallablesApi {
+    const registry = this.#scope.deps.processors;
+    if (!registry) throw new RivuletError('UNAVAILABLE', 'this server hosts no processors');
+    return new CallablesApi(this.#scope, registry);
   }
 }

@@ -38,6 +38,9 @@ export function startRpcSession(
   hooks.onOpen?.(sessionId);
   socket.addEventListener('close', () => {
     deps.workers.endSession(sessionId);
+    deps.processors?.endSession(sessionId);
+    // Before the session is disposed: its connections close as "session-ended", not as failed calls.
+    deps.sessions?.end(sessionId);
     try {
       remote[Symbol.dispose]();
     } catch {

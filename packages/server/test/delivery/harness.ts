@@ -23,6 +23,7 @@ import { defaultEngineConfig, type EngineConfig } from '../../src/engine/config.
 import { copyReceiver } from '../../src/engine/delivery/copy-receiver.js';
 import { DeliveryEngine } from '../../src/engine/delivery/engine.js';
 import type { DeliveredEvent, DeliveryContext, DeliveryOutcome, Receiver } from '../../src/engine/delivery/receiver.js';
+import type { ProcessorWaker } from '../../src/engine/delivery/processor-driver.js';
 import { StreamRegistry } from '../../src/engine/registry.js';
 import { openSchema } from '../../src/engine/schema.js';
 import { StreamStore } from '../../src/engine/stream-store.js';
@@ -191,6 +192,8 @@ export interface HarnessOptions {
   copyOnly?: boolean;
   /** A real webhook-post receiver instead of the scripted fake (test/delivery/webhook*.test.ts). */
   webhookReceiver?: Receiver;
+  /** Wakes hosted processors (test/delivery/processors.test.ts); none by default. */
+  processorWaker?: ProcessorWaker;
 }
 
 export const testConfig: EngineConfig = {
@@ -235,6 +238,7 @@ export class Harness {
           receivers: options.copyOnly
             ? { 'copy-to-stream': copyReceiver(directory) }
             : { 'copy-to-stream': copyReceiver(directory), 'itx-call': this.itx, 'webhook-post': options.webhookReceiver ?? this.webhook },
+          processorWaker: options.processorWaker,
           log: (message, error) => this.logs.push(error === undefined ? message : `${message}: ${String(error)}`),
         });
     this.delivery = delivery;

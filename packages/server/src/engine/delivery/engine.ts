@@ -41,6 +41,12 @@ export class DeliveryEngine {
     this.senders.delete(actor);
   }
 
+  /** A processor host registered in `projectId`: its streams' processor-wake rows waiting for a host are due now. */
+  processorHostRegistered(projectId: string | null): void {
+    if (this.closed) return;
+    for (const sender of this.senders.values()) if (sender.actor.projectId === projectId) sender.processorHostRegistered();
+  }
+
   isBusy(actor: StreamActor): boolean {
     return this.senders.get(actor)?.busy ?? false;
   }

@@ -19,6 +19,7 @@ import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import { collectBatch } from './collect.js';
+import { ProcessorDriver, type ProcessorWaker } from './processor-driver.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receivers } from './receiver.js';
 
 export interface SenderDeps {
@@ -28,6 +29,8 @@ export interface SenderDeps {
   config: EngineConfig;
   receivers: Receivers;
   metrics?: ServerMetrics | undefined;
+  /** Wakes hosted processors (processor-wake); without it they are unavailable. */
+  processorWaker?: ProcessorWaker | undefined;
   log(message: string, error?: unknown): void;
 }
 
@@ -55,6 +58,8 @@ export class StreamSender {
   private readonly alarm: StreamAlarm;
   private queued = false;
   private closed = false;
+  /** Delivery of processor-wake rows (processor-driver.ts), created with the first such row. */
+  private processors: ProcessorDriver | undefined;
 
   constructor(
     readonly actor: StreamActor,
@@ -70,6 +75,31 @@ export class StreamSender {
 
   get busy(): boolean {
     return this.flights.size > 0;
+  }
+
+  private get processorDriver(): ProcessorDriver {
+    this.processors ??= new ProcessorDriver({
+      actor: this.actor,
+      clock: this.deps.clock,
+      config: this.deps.config,
+      metrics: this.deps.metrics,
+      waker: this.deps.processorWaker,
+      flights: this.flights,
+      runOf: (streamId, row) => runOf(streamId, row),
+      current: (key, flight) => this.current(key, flight),
+      write: (row) => this.write(row),
+      failed: (key, entry, flight, failure, error) => this.failed(key, entry, flight, failure, error),
+      conditionFailed: (key, entry, flight, row, offset, error) => this.conditionFailed(key, entry, flight, row, offset, error),
+      recheck: () => this.recheck(),
+      poke: () => this.poke(),
+      log: (message, error) => this.deps.log(message, error),
+    });
+    return this.processors;
+  }
+
+  /** A processor host registered in this stream's project: processor rows waiting for one are due now. */
+  processorHostRegistered(): void {
+    if (this.processors?.expedite(this.deps.clock.now())) this.poke();
   }
 
   /**
@@ -141,12 +171,14 @@ export class StreamSender {
   close(): void {
     this.closed = true;
     this.alarm.clear();
+    this.processors?.close();
     if (this.actor.exists) this.actor.subscriptions.persistDirty();
   }
 
   check(): void {
     if (this.closed) return;
     const state = this.actor.coreState;
+    this.processors?.sweep(state);
     if (!state) {
       this.alarm.clear();
       return;
@@ -166,7 +198,10 @@ export class StreamSender {
         earliest = Math.min(earliest, row.nextAttemptAt);
         continue;
       }
-      if (entry.configuration.receiver.action === 'processor-wake') continue;
+      if (entry.configuration.receiver.action === 'processor-wake') {
+        earliest = Math.min(earliest, this.processorDriver.check(row, entry, now));
+        continue;
+      }
       if (row.cursor >= head && row.inflightDeadlineAt === null) continue;
       void this.deliver(row.key, entry);
     }
@@ -229,14 +264,7 @@ export class StreamSender {
       return;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {
-      const error = cut(`filter.jsonataCondition threw on offset ${collected.failingOffset}: ${collected.error}`);
-      await this.audit(key, row, collected.failingOffset, 'condition', {
-        message: cut(`subscription "${key}" ${error}`),
-        subscriptionKey: key,
-        offset: collected.failingOffset,
-        error,
-      });
-      await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: collected.failingOffset }, error);
+      await this.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
       return;
     }
 
@@ -302,6 +330,18 @@ export class StreamSender {
       return;
     }
     await this.failed(key, entry, flight, { kind: outcome.kind, batchSize: delivered.length, firstOffset: first }, outcome.error);
+  }
+
+  /** A JSONata condition threw on `offset`: one audit, then an ordered failure (SEMANTICS §5.2). */
+  private async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
+    const error = cut(`filter.jsonataCondition threw on offset ${offset}: ${conditionError}`);
+    await this.audit(key, row, offset, 'condition', {
+      message: cut(`subscription "${key}" ${error}`),
+      subscriptionKey: key,
+      offset,
+      error,
+    });
+    await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: offset }, error);
   }
 
   private async call(ctx: Omit<DeliveryContext, 'signal'>, events: DeliveredEvent[], timeoutMs: number): Promise<DeliveryOutcome> {

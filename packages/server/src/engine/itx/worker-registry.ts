@@ -23,8 +23,15 @@ export class CallableRegistry {
   private readonly byProject = new Map<string, Map<string, Registration>>();
   private readonly bySession = new Map<string, Set<{ projectKey: string; name: string; id: number }>>();
   private nextId = 1;
+  private readonly registeredListeners = new Set<(projectId: string | null, name: string) => void>();
 
   constructor(readonly kind: 'worker' | 'processor') {}
+
+  /** Calls `listener` after every registration (processor hosts: wake what waits for one). */
+  onRegistered(listener: (projectId: string | null, name: string) => void): () => void {
+    this.registeredListeners.add(listener);
+    return () => this.registeredListeners.delete(listener);
+  }
 
   private static projectKey(projectId: string | null): string {
     return projectId ?? '';
@@ -53,6 +60,13 @@ export class CallableRegistry {
       this.bySession.set(sessionId, forSession);
     }
     forSession.add({ projectKey, name, id: registration.id });
+    for (const listener of this.registeredListeners) {
+      try {
+        listener(projectId, name);
+      } catch {
+        // A listener's failure is not the registration's.
+      }
+    }
     return () => {
       const current = this.byProject.get(projectKey)?.get(name);
       if (!current || current.id !== registration.id) return false;

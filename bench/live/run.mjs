@@ -1,0 +1,289 @@
+#!/usr/bin/env node
+/**
+ * bench/live: live delivery to RPC callbacks. See bench/README.md.
+ *
+ *   npm run bench:live                  # full run
+ *   npm run bench:live -- --quick       # smoke run
+ *   node bench/live/run.mjs --help      # every option (expects a built workspace)
+ *
+ * The run is made of parts, each a function in PARTS below that answers its rows, targets and raw
+ * figures; `--only NAME` runs one. Part "callbacks" (issue 5): append → live callback latency with
+ * 1 and with 100 connections, opened by a separate client process over RPC (watcher.mjs), and in
+ * the same run the SSE tail's latency as the baseline. A second part (processor folding
+ * throughput) is meant to be added beside it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+const usage = `Usage: node bench/live/run.mjs [options]   (npm run bench:live -- [options])
+
+  --quick              smoke run: 1 round, 100 probes
+  --rounds N           repetitions of every measurement (default 3)
+  --probes N           probe events per measurement (default 400; the first 10% warm up)
+  --interval MS        time between probe appends (default 10)
+  --connections LIST   connection counts to measure (default 1,100)
+  --durability MODE    full | relaxed (default full)
+  --only PART          run one part (callbacks)
+  --out FILE           JSON result file (default bench/results/live-<timestamp>.json)
+  --no-write           do not write the JSON result file
+  -h, --help           this text`;
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    probes: { type: 'string' },
+    interval: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '1,100' },
+    durability: { type: 'string', default: 'full' },
+    only: { type: 'string' },
+    out: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (flags.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const cfg = {
+  rounds: Number(flags.rounds ?? (flags.quick ? 1 : 3)),
+  probes: Number(flags.probes ?? (flags.quick ? 100 : 400)),
+  intervalMs: Number(flags.interval),
+  connections: flags.connections.split(',').map(Number),
+  durability: flags.durability,
+};
+if (cfg.durability !== 'full' && cfg.durability !== 'relaxed') throw new Error(`unknown durability ${cfg.durability}`);
+
+const freshDir = tempFolders('rivulet-bench-live-');
+
+// ------------------------------------------------------------------ shared helpers
+
+async function call(url, method, path, body) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+const median = (values) => {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
+};
+const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '-');
+
+/** A child that prints "listening on …" when ready, then lines; stdin stays open for commands. */
+function startChild(script, args, label) {
+  return new Promise((resolvePromise, reject) => {
+    const child = track(spawn(process.execPath, [script, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] }));
+    const lines = [];
+    const waiters = new Set();
+    let buffer = '';
+    let ready = false;
+    let err = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (c) => (err += c));
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf('\n')) !== -1) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!ready && /listening on/.test(line)) {
+          ready = true;
+          resolvePromise({ child, lines, waitFor, send: (text) => child.stdin.write(`${text}\n`), stderr: () => err });
+          continue;
+        }
+        lines.push(line);
+        for (const w of waiters) w();
+      }
+    });
+    child.once('exit', (code) => {
+      if (!ready) reject(new Error(`${label} exited (${code}) before it was ready\n${err}`));
+    });
+    function waitFor(predicate, timeoutMs = 60_000) {
+      return new Promise((res, rej) => {
+        const check = () => {
+          const found = predicate(lines);
+          if (found) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            res(found);
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          rej(new Error(`${label}: condition not met in ${timeoutMs} ms\n${err}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    }
+  });
+}
+
+// ------------------------------------------------------------------ part: callbacks
+
+const WATCHER = join(here, 'watcher.mjs');
+const LIVE_PATH = '/bench/live';
+
+/** One measurement: a fresh server, a watcher process with `n` connections and an SSE tail, paced probes. */
+async function measureCallbacks(n, round) {
+  const server = await startServer([CLI, 'serve', '--port', '0', '--data', freshDir(`live-${n}-r${round}`), '--durability', cfg.durability], 'rivulet');
+  let watcher;
+  try {
+    await call(server.url, 'POST', `/v1/streams${LIVE_PATH}`, { type: 'bench/setup' });
+    // The first 10% of the probes (per reader) warm up and are dropped.
+    const warmup = Math.floor(cfg.probes / 10);
+    watcher = await startChild(
+      WATCHER,
+      ['--url', server.url, '--path', LIVE_PATH, '--connections', String(n), '--probes', String(cfg.probes), '--warmup', String(warmup), '--sse'],
+      'watcher',
+    );
+    // Paced (open-loop) appends: one probe every interval, each sent without waiting for the last.
+    const sends = [];
+    const t0 = performance.now();
+    for (let i = 0; i < cfg.probes; i++) {
+      const due = t0 + i * cfg.intervalMs;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const sentAt = performance.timeOrigin + performance.now();
+      sends.push(call(server.url, 'POST', `/v1/streams${LIVE_PATH}`, { type: 'bench/probe', payload: { seq: i, sentAt } }));
+    }
+    await Promise.all(sends);
+    await watcher.waitFor((lines) => lines.includes('DONE'));
+    watcher.send('REPORT');
+    const line = await watcher.waitFor((lines) => lines.find((l) => l.startsWith('RESULT ')));
+    const result = JSON.parse(line.slice('RESULT '.length));
+    return { connections: n, round, live: result.live, sse: result.sse };
+  } finally {
+    watcher?.child.kill('SIGTERM');
+    await stopServer(server);
+  }
+}
+
+async function partCallbacks() {
+  const runs = [];
+  for (let round = 0; round < cfg.rounds; round++) {
+    const counts = round % 2 === 0 ? cfg.connections : [...cfg.connections].reverse();
+    for (const n of counts) {
+      const r = await measureCallbacks(n, round);
+      runs.push(r);
+      console.log(
+        `  ${String(n).padStart(3)} connection(s) r${round}: live p50 ${fmtMs(r.live.fromCreatedAt.p50)} p99 ${fmtMs(r.live.fromCreatedAt.p99)} ms` +
+          ` (send->callback p50 ${fmtMs(r.live.fromSent.p50)} p99 ${fmtMs(r.live.fromSent.p99)})` +
+          `   SSE p50 ${fmtMs(r.sse.fromCreatedAt.p50)} p99 ${fmtMs(r.sse.fromCreatedAt.p99)} ms`,
+      );
+    }
+  }
+  const summary = {};
+  for (const n of cfg.connections) {
+    const rs = runs.filter((r) => r.connections === n);
+    const pick = (f) => median(rs.map(f));
+    summary[n] = {
+      liveP50: pick((r) => r.live.fromCreatedAt.p50),
+      liveP99: pick((r) => r.live.fromCreatedAt.p99),
+      liveMax: pick((r) => r.live.fromCreatedAt.max),
+      sentP50: pick((r) => r.live.fromSent.p50),
+      sentP99: pick((r) => r.live.fromSent.p99),
+      sseP50: pick((r) => r.sse.fromCreatedAt.p50),
+      sseP99: pick((r) => r.sse.fromCreatedAt.p99),
+      samples: rs.reduce((k, r) => k + r.live.fromCreatedAt.count, 0),
+    };
+  }
+  const header = ['connections', 'callback p50 ms', 'p99 ms', 'max ms', 'send->callback p50/p99 ms', 'SSE tail p50 ms', 'SSE p99 ms', 'samples'];
+  const rows = cfg.connections.map((n) => {
+    const s = summary[n];
+    return [String(n), fmtMs(s.liveP50), fmtMs(s.liveP99), fmtMs(s.liveMax), `${fmtMs(s.sentP50)}/${fmtMs(s.sentP99)}`, fmtMs(s.sseP50), fmtMs(s.sseP99), String(s.samples)];
+  });
+  const targets = [];
+  const hundred = summary[100];
+  if (hundred) {
+    targets.push({
+      target: 'live callback p99 < 10 ms with 100 connections on loopback',
+      value: `p99 ${fmtMs(hundred.liveP99)} ms`,
+      pass: hundred.liveP99 < 10,
+    });
+  }
+  return {
+    title: 'append -> live callback latency (event createdAt to callback, one clock); baseline: the SSE tail in the same run',
+    header,
+    rows,
+    notes: [
+      'medians over rounds of each measurement\'s percentiles; createdAt has millisecond resolution (truncated), so the createdAt columns read up to 1 ms high',
+      'send->callback: from the driver writing the append request to the callback, sub-millisecond clock (includes HTTP, commit and fsync)',
+    ],
+    summary,
+    targets,
+    runs,
+  };
+}
+
+// ------------------------------------------------------------------ parts
+
+/** Each part answers {title, header, rows, notes, summary, targets, runs}. */
+const PARTS = {
+  callbacks: partCallbacks,
+};
+
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+async function main() {
+  const startedAt = new Date();
+  const wall0 = performance.now();
+  const machine = {
+    date: startedAt.toISOString(),
+    nproc: os.availableParallelism?.() ?? os.cpus().length,
+    cpuModel: cpuModel(),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    loadavgAtStart: os.loadavg(),
+    git: gitState(),
+  };
+  console.log(`bench/live on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, durability ${cfg.durability}`);
+  const names = flags.only ? [flags.only] : Object.keys(PARTS);
+  const parts = {};
+  for (const name of names) {
+    const part = PARTS[name];
+    if (!part) throw new Error(`unknown part ${name} (parts: ${Object.keys(PARTS).join(', ')})`);
+    console.log(`\n${name}:`);
+    parts[name] = await part();
+    const p = parts[name];
+    console.log(`\n${p.title}\n${table(p.header, p.rows)}`);
+    for (const note of p.notes) console.log(`  ${note}`);
+    for (const t of p.targets) console.log(`${t.pass ? 'PASS' : 'MISS'}  ${t.target}: ${t.value}`);
+  }
+  const wallSeconds = (performance.now() - wall0) / 1000;
+  console.log(`\n${Math.round(wallSeconds)} s; load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  if (!flags['no-write']) {
+    const out = flags.out ?? join(root, 'bench', 'results', `live-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ bench: 'live', machine, config: { ...cfg, quick: flags.quick }, parts, wallSeconds }, null, 2)}\n`);
+    console.log(`results: ${relative(process.cwd(), out)}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

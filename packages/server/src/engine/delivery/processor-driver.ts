@@ -1,0 +1,502 @@
+/**
+ * Delivery to hosted processors (`processor-wake`, SEMANTICS §5.8; protocol §20), one driver per
+ * source stream, run by that stream's sender (sender.ts routes processor-wake rows here).
+ *
+ * With no hosted connection for the key and a matching event after the last known checkpoint, the
+ * driver WAKES the processor: it evaluates the expression from the source project's root and calls
+ * it with `{stream: {projectId, path, streamId, streamMaxOffset}, subscriptionKey}`. The answer
+ * `{streamId, checkpointOffset, processEventBatch}` is validated (core/processor-wake.ts) and opens
+ * a *hosted* connection keyed by the subscription key (runtime.connections[key], kind "hosted").
+ * The processor owns its checkpoint: the runtime row's cursor follows the checkpoint it answered.
+ *
+ * Then ONE matching event per batch from the checkpoint on (filter applied, never ephemeral, never
+ * transformed). The batch call itself is not awaited for its result (a processor may append to its
+ * own stream while folding): the result arrives through the batch's `reportDeliveryResult`. A
+ * checkpoint that grew is progress; an error, a checkpoint that did not grow, no report within the
+ * delivery timeout, or a lost connection go through the same ladder as every delivery (the
+ * sender's `failed`): error → failing, `retryable: false` → fatal, timeout / disconnect / no host
+ * → unavailable (backoff, never a skip; processor-wake always halts at the limit). A lost or timed
+ * out connection is dropped, so the next attempt wakes again and learns the checkpoint afresh.
+ *
+ * A caught-up connection is closed after `processorIdleMs` without a batch and woken again by the
+ * next matching event. Hosted connections append no connection facts: a fact would be a matching
+ * event of an unfiltered processor, and every idle teardown would wake it again.
+ */
+import {
+  type CommittedEvent,
+  type ConnectionRuntimeState,
+  type CoreState,
+  type ItxExpression,
+  type OutboundEntry,
+  type ProcessorBatch,
+  type ProcessorReportReceipt,
+  type ProcessorWakeRequest,
+} from '@rivulet/contract';
+import type { Failure, FailureKind } from '../../core/ladder.js';
+import { judgeReport, judgeWakeAnswer, type ReportJudgement, type WakeAnswer } from '../../core/processor-wake.js';
+import type { SubscriptionRow } from '../../core/repair.js';
+import type { Clock } from '../../ports/clock.js';
+import type { StreamActor } from '../actor.js';
+import type { EngineConfig } from '../config.js';
+import type { ServerMetrics } from '../metrics.js';
+import { collectBatch, type Collected } from './collect.js';
+import { errorText } from './receiver.js';
+
+/** A failure the host side reports without a result (its call threw, or its session broke). */
+export interface HostedFailure {
+  kind: FailureKind;
+  error: string;
+}
+
+/** The processEventBatch callback a host answered a wake with (an RPC stub behind this port). */
+export interface HostedCallable {
+  /**
+   * Calls processEventBatch(batch). Answers null once the call returned (its value is ignored: the
+   * result comes through `batch.reportDeliveryResult`), or the failure when it threw or broke.
+   */
+  send(batch: ProcessorBatch): Promise<HostedFailure | null>;
+  /** Calls `listener` once when the host's session breaks. */
+  onBroken(listener: (error: string) => void): void;
+  /** Releases the reference (idempotent). */
+  close(): void;
+}
+
+export type WakeOutcome =
+  | { ok: true; answer: WakeAnswer | null; callable: HostedCallable | undefined }
+  | ({ ok: false } & HostedFailure);
+
+/** Evaluates a processor-wake expression from a project's root and calls it (rpc/processor-waker.ts). */
+export interface ProcessorWaker {
+  wake(projectId: string | null, expression: ItxExpression, request: ProcessorWakeRequest): Promise<WakeOutcome>;
+}
+
+interface Flight {
+  run: string;
+}
+
+/** What the driver uses of its stream's sender. */
+export interface ProcessorPort {
+  actor: StreamActor;
+  clock: Clock;
+  config: EngineConfig;
+  metrics?: ServerMetrics | undefined;
+  waker?: ProcessorWaker | undefined;
+  flights: Map<string, Flight>;
+  runOf(streamId: string, row: SubscriptionRow): string;
+  current(key: string, flight: Flight): SubscriptionRow | undefined;
+  write(row: SubscriptionRow): void;
+  failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void>;
+  conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, error: string): Promise<void>;
+  recheck(): void;
+  poke(): void;
+  log(message: string, error?: unknown): void;
+}
+
+interface Pending {
+  finish(outcome: BatchOutcome): void;
+}
+
+type BatchOutcome = { kind: 'judged'; judged: ReportJudgement } | { kind: 'lost'; failure: HostedFailure };
+
+interface Hosted {
+  run: string;
+  callable: HostedCallable;
+  /** The processor's last known checkpoint: its wake answer, then every checkpoint that grew. */
+  checkpoint: number;
+  startedAt: string;
+  batchesSent: number;
+  eventsSent: number;
+  /** When it last woke or finished a batch (idle teardown counts from here). */
+  lastActiveAt: number;
+  pending: Pending | null;
+  closed: boolean;
+  /** Matching events read ahead (one read serves many one-event batches); valid for this connection's run. */
+  ahead: Collected | null;
+}
+
+const ONE = { maxEvents: 1, maxBytes: Number.MAX_SAFE_INTEGER, scanRows: 1000 } as const;
+/** Matching events read at once for a connection; still sent one per batch. */
+const AHEAD = { maxEvents: 64, maxBytes: 1_048_576, scanRows: 1000 } as const;
+
+/** Races `promise` against a timer; a result arriving after the timer goes to `late`. */
+function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T, late: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      resolve(onTimeout());
+    }, ms);
+    promise.then(
+      (value) => {
+        if (done) late(value);
+        else {
+          done = true;
+          clearTimeout(timer);
+          resolve(value);
+        }
+      },
+      (error: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(Promise.reject(error) as never);
+      },
+    );
+  });
+}
+
+export class ProcessorDriver {
+  private readonly hosted = new Map<string, Hosted>();
+  private readonly detachView: () => void;
+  private stopWatch: (() => void) | undefined;
+  private closedForGood = false;
+
+  constructor(private readonly port: ProcessorPort) {
+    this.detachView = port.actor.addConnectionView(() => this.view());
+  }
+
+  /** Hosted connections currently open (tests, diagnostics). */
+  get connections(): number {
+    return this.hosted.size;
+  }
+
+  /**
+   * One look at a processor-wake row that is not halted, not in flight and not backing off (the
+   * sender checked those). Starts a step when something is owed; answers when it wants to be looked
+   * at again (the idle teardown of a caught-up connection), or Infinity.
+   */
+  check(row: SubscriptionRow, entry: OutboundEntry, now: number): number {
+    const hosted = this.hosted.get(row.key);
+    const owed = row.cursor < this.port.actor.durableHead || row.inflightDeadlineAt !== null;
+    if (owed) {
+      void this.step(row.key, entry);
+      return Number.POSITIVE_INFINITY;
+    }
+    if (!hosted) return Number.POSITIVE_INFINITY;
+    const due = hosted.lastActiveAt + this.port.config.processorIdleMs;
+    if (now < due) return due;
+    this.drop(row.key, hosted);
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /** Closes the connections whose subscription is gone, halted, or of another run or lifetime. */
+  sweep(state: CoreState | null): void {
+    for (const [key, hosted] of [...this.hosted]) {
+      const entry = state?.subscriptions.outbound.byKey[key];
+      const row = state ? this.port.actor.subscriptions.get(key) : undefined;
+      const keep =
+        state !== null &&
+        entry?.configuration.receiver.action === 'processor-wake' &&
+        row !== undefined &&
+        !row.halted &&
+        this.port.runOf(state.streamId, row) === hosted.run;
+      if (!keep) this.drop(key, hosted);
+    }
+  }
+
+  /**
+   * A processor host registered: processor-wake rows that back off without a connection (their
+   * host was away) are due now rather than at the end of their backoff. The attempt count stays.
+   */
+  expedite(now: number): boolean {
+    const state = this.port.actor.coreState;
+    if (!state) return false;
+    let any = false;
+    for (const row of [...this.port.actor.subscriptions.all()]) {
+      const entry = state.subscriptions.outbound.byKey[row.key];
+      if (entry?.configuration.receiver.action !== 'processor-wake' || row.halted || this.hosted.has(row.key)) continue;
+      if (this.port.flights.has(row.key) || row.nextAttemptAt === null || row.nextAttemptAt <= now) continue;
+      this.port.write({ ...row, nextAttemptAt: now });
+      any = true;
+    }
+    return any;
+  }
+
+  /** runtime.connections entries of the open hosted connections (API.md §9). */
+  view(): Record<string, ConnectionRuntimeState> {
+    const out: Record<string, ConnectionRuntimeState> = {};
+    const head = this.port.actor.durableHead;
+    for (const [key, hosted] of this.hosted) {
+      const through = this.port.actor.subscriptions.get(key)?.cursor ?? hosted.checkpoint;
+      out[key] = {
+        kind: 'hosted',
+        startedAt: hosted.startedAt,
+        deliveredThroughOffset: through,
+        lag: Math.max(0, head - through),
+        batchesSent: hosted.batchesSent,
+        eventsSent: hosted.eventsSent,
+      };
+    }
+    return out;
+  }
+
+  /** Closes every connection for good (the sender closed). */
+  close(): void {
+    this.closedForGood = true;
+    for (const [key, hosted] of [...this.hosted]) this.drop(key, hosted);
+    this.detachView();
+  }
+
+  private drop(key: string, hosted: Hosted): void {
+    if (!hosted.closed) {
+      hosted.closed = true;
+      hosted.pending?.finish({ kind: 'lost', failure: { kind: 'unavailable', error: 'the hosted connection was closed' } });
+      hosted.callable.close();
+    }
+    if (this.hosted.get(key) === hosted) this.hosted.delete(key);
+    if (this.hosted.size === 0) {
+      this.stopWatch?.();
+      this.stopWatch = undefined;
+    }
+  }
+
+  private open(key: string, hosted: Hosted): void {
+    const previous = this.hosted.get(key);
+    if (previous) this.drop(key, previous);
+    this.hosted.set(key, hosted);
+    // A destroyed stream ends its hosted connections at once (its rows went with it).
+    this.stopWatch ??= this.port.actor.watch({
+      onEvents: () => undefined,
+      onDestroyed: () => {
+        this.stopWatch = undefined;
+        for (const [k, h] of [...this.hosted]) this.drop(k, h);
+      },
+    }).stop;
+  }
+
+  private async step(key: string, entry: OutboundEntry): Promise<void> {
+    const { port } = this;
+    const row = port.actor.subscriptions.get(key)!;
+    const flight: Flight = { run: port.runOf(port.actor.coreState!.streamId, row) };
+    port.flights.set(key, flight);
+    try {
+      await this.stepOnce(key, entry, flight);
+    } catch (error) {
+      port.log(`processor delivery of ${port.actor.path} subscription "${key}" failed unexpectedly`, error);
+      const now = port.current(key, flight);
+      if (now) {
+        await port
+          .failed(key, entry, flight, { kind: 'unavailable', batchSize: 1, firstOffset: now.cursor + 1 }, `internal error: ${errorText(error)}`)
+          .catch((again: unknown) => port.log(`could not record the failure of ${port.actor.path} subscription "${key}"`, again));
+      }
+    } finally {
+      if (port.flights.get(key) === flight) port.flights.delete(key);
+      port.recheck();
+    }
+  }
+
+  /** Nothing matched up to `scannedTo`: the cursor passes the non-matching events (SEMANTICS §5.2). */
+  private passed(row: SubscriptionRow, scannedTo: number): void {
+    const cursor = Math.max(row.cursor, scannedTo);
+    if (row.inflightDeadlineAt !== null) this.port.write({ ...row, cursor, inflightDeadlineAt: null });
+    else if (cursor !== row.cursor) this.port.actor.subscriptions.advanceQuietly(row, cursor);
+  }
+
+  /** Handles a read that delivers nothing; answers the event to send otherwise. */
+  private async owed(key: string, entry: OutboundEntry, flight: Flight, collected: Collected): Promise<CommittedEvent | undefined> {
+    const row = this.port.current(key, flight);
+    if (!row) return undefined;
+    if (collected.kind !== 'none' && collected.events.length > 0) return collected.events[0];
+    if (collected.kind === 'condition-error') {
+      await this.port.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
+      return undefined;
+    }
+    this.passed(row, collected.scannedTo);
+    return undefined;
+  }
+
+  private live(key: string, run: string): Hosted | undefined {
+    const hosted = this.hosted.get(key);
+    return hosted && !hosted.closed && hosted.run === run ? hosted : undefined;
+  }
+
+  private async stepOnce(key: string, entry: OutboundEntry, flight: Flight): Promise<void> {
+    const { port } = this;
+    let hosted = this.live(key, flight.run);
+    if (!hosted) {
+      // Wake only when a matching event follows the last known checkpoint.
+      const row = port.current(key, flight);
+      if (!row) return;
+      const first = await this.owed(key, entry, flight, await collectBatch(port.actor, entry, row.cursor, ONE));
+      if (!first) return;
+      hosted = await this.wake(key, entry, flight);
+      if (!hosted) return;
+    }
+    const row = port.current(key, flight);
+    if (!row) return;
+    const event = await this.owed(key, entry, flight, await this.readAhead(hosted, entry, row.cursor));
+    if (!event) return;
+    await this.send(key, entry, flight, hosted, event);
+  }
+
+  /**
+   * What follows `cursor`, from the events read ahead while they last (events are immutable and the
+   * cursor only moves forward on a connection), else from a new read.
+   */
+  private async readAhead(hosted: Hosted, entry: OutboundEntry, cursor: number): Promise<Collected> {
+    const ahead = hosted.ahead;
+    if (ahead && ahead.kind !== 'none') {
+      const events = ahead.events.filter((e) => e.offset > cursor);
+      if (events.length > 0) return { ...ahead, events };
+      if (ahead.kind === 'condition-error' && ahead.failingOffset > cursor) return { ...ahead, events };
+    }
+    hosted.ahead = await collectBatch(this.port.actor, entry, cursor, AHEAD);
+    return hosted.ahead;
+  }
+
+  private async wake(key: string, entry: OutboundEntry, flight: Flight): Promise<Hosted | undefined> {
+    const { port } = this;
+    const receiver = entry.configuration.receiver;
+    let row = port.current(key, flight)!;
+    const fail = (kind: FailureKind, error: string) => {
+      port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: kind });
+      return port.failed(key, entry, flight, { kind, batchSize: 1, firstOffset: row.cursor + 1 }, error);
+    };
+    if (!port.waker || receiver.action !== 'processor-wake') {
+      await fail('unavailable', 'this server has no processor-wake receiver');
+      return undefined;
+    }
+    const state = port.actor.coreState!;
+    const timeout = port.config.deliveryTimeoutMs;
+    // The watchdog is stored before the call leaves (SEMANTICS §4).
+    port.write({ ...row, inflightDeadlineAt: port.clock.now() + timeout });
+    const request: ProcessorWakeRequest = {
+      stream: { projectId: port.actor.projectId, path: port.actor.path, streamId: state.streamId, streamMaxOffset: port.actor.durableHead },
+      subscriptionKey: key,
+    };
+    const outcome = await within(
+      port.waker.wake(port.actor.projectId, receiver.expression, request),
+      timeout,
+      (): WakeOutcome => ({ ok: false, kind: 'unavailable', error: `the processor did not answer the wake within ${timeout} ms` }),
+      (late) => {
+        if (late.ok) late.callable?.close();
+      },
+    );
+    const now = port.current(key, flight);
+    if (!now || this.closedForGood) {
+      if (outcome.ok) outcome.callable?.close();
+      return undefined;
+    }
+    row = now;
+    if (!outcome.ok) {
+      await fail(outcome.kind, outcome.error);
+      return undefined;
+    }
+    const judged = judgeWakeAnswer(outcome.answer, outcome.callable !== undefined, { streamId: state.streamId, head: port.actor.durableHead });
+    if (!judged.ok || !outcome.callable) {
+      outcome.callable?.close();
+      await fail('failing', judged.ok ? 'the processor answered the wake without a processEventBatch function' : judged.error);
+      return undefined;
+    }
+    const started = port.clock.now();
+    const hosted: Hosted = {
+      run: flight.run,
+      callable: outcome.callable,
+      checkpoint: judged.checkpoint,
+      startedAt: new Date(started).toISOString(),
+      batchesSent: 0,
+      eventsSent: 0,
+      lastActiveAt: started,
+      pending: null,
+      closed: false,
+      ahead: null,
+    };
+    this.open(key, hosted);
+    outcome.callable.onBroken((error) => {
+      if (hosted.closed) return;
+      hosted.pending?.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor host disconnected: ${error}` } });
+      this.drop(key, hosted);
+      port.poke();
+    });
+    // The processor owns its checkpoint: the row follows it (down as well, when the host lost state).
+    port.write({ ...row, cursor: judged.checkpoint, inflightDeadlineAt: null });
+    return hosted;
+  }
+
+  private async send(key: string, entry: OutboundEntry, flight: Flight, hosted: Hosted, event: CommittedEvent): Promise<void> {
+    const { port } = this;
+    let row = port.current(key, flight)!;
+    const state = port.actor.coreState!;
+    const timeout = port.config.deliveryTimeoutMs;
+    const started = port.clock.now();
+    port.write({ ...row, inflightDeadlineAt: started + timeout });
+    hosted.batchesSent++;
+    hosted.eventsSent++;
+    hosted.lastActiveAt = started;
+    const checkpoint = hosted.checkpoint;
+    const outcome = await new Promise<BatchOutcome>((resolve) => {
+      let done = false;
+      const pending: Pending = {
+        finish: (result) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          if (hosted.pending === pending) hosted.pending = null;
+          resolve(result);
+        },
+      };
+      const timer = setTimeout(
+        () => pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor did not report a result within ${timeout} ms` } }),
+        timeout,
+      );
+      hosted.pending = pending;
+      const reportDeliveryResult = (result: unknown): ProcessorReportReceipt => {
+        if (done) return { accepted: false, reason: 'this batch is no longer in flight (it timed out, or its connection closed)' };
+        const judged = judgeReport(result, { offset: event.offset, checkpoint, head: port.actor.durableHead });
+        pending.finish({ kind: 'judged', judged });
+        return judged.kind === 'progress' ? { accepted: true } : { accepted: false, reason: judged.error };
+      };
+      const batch: ProcessorBatch = {
+        projectId: port.actor.projectId,
+        path: port.actor.path,
+        streamId: state.streamId,
+        subscriptionKey: key,
+        events: [event],
+        streamMaxOffset: port.actor.durableHead,
+        reportDeliveryResult,
+      };
+      // Not awaited for the result: only a failure of the call itself ends the batch here.
+      hosted.callable.send(batch).then(
+        (failure) => {
+          if (failure) pending.finish({ kind: 'lost', failure });
+        },
+        (error: unknown) => pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: errorText(error) } }),
+      );
+    });
+    const now = port.current(key, flight);
+    if (!now) return;
+    row = now;
+    const finished = port.clock.now();
+    hosted.lastActiveAt = finished;
+    if (outcome.kind === 'judged' && outcome.judged.kind === 'progress') {
+      port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
+      hosted.checkpoint = outcome.judged.checkpoint;
+      port.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
+      port.actor.subscriptions.update({
+        ...row,
+        cursor: outcome.judged.checkpoint,
+        attempt: 0,
+        nextAttemptAt: null,
+        inflightDeadlineAt: null,
+        lastError: null,
+        isolate: false,
+        confirmations: 0,
+        confirmOffset: null,
+        skipsWithoutSuccess: 0,
+        bytesSent: row.bytesSent + JSON.stringify(event).length,
+      });
+      return;
+    }
+    const failure: { kind: FailureKind; error: string } =
+      outcome.kind === 'judged' && outcome.judged.kind === 'failure'
+        ? { kind: outcome.judged.failure, error: outcome.judged.error }
+        : outcome.kind === 'lost'
+          ? outcome.failure
+          : { kind: 'failing', error: 'unexpected report' };
+    port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: failure.kind });
+    // A connection that timed out or broke is dropped: the next attempt wakes again and learns the
+    // checkpoint afresh (the host may have committed the event before it went quiet).
+    if (failure.kind === 'unavailable') this.drop(key, hosted);
+    await port.failed(key, entry, flight, { kind: failure.kind, batchSize: 1, firstOffset: event.offset }, failure.error);
+  }
+}
