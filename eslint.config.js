@@ -40,7 +40,35 @@ export default tseslint.config(
   {
     files: ['packages/server/src/http/**/*.ts', 'packages/server/src/rpc/**/*.ts'],
     ignores: ['**/*.test.ts'],
-    rules: forbid([['node:*', '**/adapters/**', '**/hosts/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
+    rules: forbid([['node:*', 'cloudflare:*', '**/adapters/**', '**/hosts/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
+  },
+  // Host-specific modules stay with their host: cloudflare:* only in hosts/worker* and the Durable
+  // Object adapter; nothing of Node (node:*, native SQLite, the Node HTTP server) in what the Worker bundles.
+  {
+    files: ['packages/server/src/adapters/**/*.ts'],
+    ignores: ['**/*.test.ts', 'packages/server/src/adapters/durable-object/**'],
+    rules: forbid([['cloudflare:*', '**/http/**', '**/rpc/**', '**/hosts/**', '**/engine/**']], 'adapters implement ports; only the Durable Object adapter may know Cloudflare'),
+  },
+  {
+    files: ['packages/server/src/adapters/durable-object/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid(
+      [['node:*', 'better-sqlite3', 'sql.js', '**/http/**', '**/rpc/**', '**/hosts/**', '**/engine/**']],
+      'the Durable Object adapter runs inside workerd and implements ports only',
+    ),
+  },
+  {
+    files: ['packages/server/src/hosts/**/*.ts'],
+    ignores: ['**/*.test.ts', 'packages/server/src/hosts/worker*.ts'],
+    rules: forbid([['cloudflare:*']], 'cloudflare:* belongs to the Worker host (hosts/worker*.ts)'),
+  },
+  {
+    files: ['packages/server/src/hosts/worker*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid(
+      [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', '**/adapters/sqlite/**', '**/adapters/memory/**', './node*', './data-lock*', './webhook-secret*']],
+      'the Worker host runs in workerd: nothing of the Node host',
+    ),
   },
   {
     files: ['packages/contract/src/**/*.ts'],

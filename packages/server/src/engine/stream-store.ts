@@ -130,8 +130,10 @@ export class StreamStore {
       params.push(q.ephemeralSinceMs);
     }
     if (q.eventTypes && q.eventTypes.length > 0) {
-      sql += ` AND type IN (${q.eventTypes.map(() => '?').join(', ')})`;
-      params.push(...q.eventTypes);
+      // One parameter whatever the number of types: the Durable Object SQL API binds at most 100
+      // parameters per statement, and a filter may name 256 types.
+      sql += ` AND type IN (SELECT value FROM json_each(?))`;
+      params.push(JSON.stringify(q.eventTypes));
     }
     sql += ` ORDER BY ofs LIMIT ?`;
     params.push(q.limit);

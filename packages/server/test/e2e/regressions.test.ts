@@ -3,7 +3,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, rawRequest, streamRoute, type Api } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let api: Api;
@@ -30,7 +30,8 @@ describe('regressions', () => {
 
   // API.md §4: every failure answers {"error": {code, message}}, also a raw "\" in the request
   // path, which the Node adapter refuses before the app runs.
-  it('S9 a raw backslash in the request path is INVALID_INPUT with the JSON error shape', async () => {
+  // The Workers runtime normalises the URL (a "\" becomes "/") before the Worker sees it (docs/cloudflare.md §4.1).
+  it.skipIf(TEST_HOST === 'worker')('S9 a raw backslash in the request path is INVALID_INPUT with the JSON error shape', async () => {
     for (const method of ['GET', 'POST']) {
       const res = await rawRequest(server.url, method, '/v1/streams/s9/a\\b', method === 'POST' ? { body: '{"type":"x"}' } : {});
       expectError(res, 'INVALID_INPUT', 'Backslash in request path');

@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
 import { startNodeServer, type RunningServer } from '../../src/hosts/node.js';
 import { Api } from '../helpers/http.js';
-import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { TEST_HOST, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import {
   EventType,
   allEvents,
@@ -142,7 +142,8 @@ describe('with small retry knobs', () => {
       streamMaxOffset: c!.offset,
       deliveryId: `delivery:${JSON.stringify([streamId, 'bill', cfg!.offset, c!.offset, c!.offset])}`,
     });
-    expect(sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
+    // Delivery metrics live in each stream's Durable Object on the Worker host (docs/cloudflare.md §4.2).
+    if (TEST_HOST === 'node') expect(sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
   });
 
   it('S33 with skip: one multi-event attempt, then exactly three single-event attempts of the poison event, an error-occurred naming its offset, and later events flow', async () => {
@@ -218,7 +219,7 @@ describe('with small retry knobs', () => {
     expect(await errorsOn(api, src)).toHaveLength(0);
     expect((await outboundOf(api, src, 'dep'))?.deliveryHalted).toBeUndefined();
     const after = sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0;
-    expect(after - before).toBe(5);
+    if (TEST_HOST === 'node') expect(after - before).toBe(5);
   });
 
   it('a call that outlives deliveryTimeoutMs is unavailable: after two failing attempts the timed-out third does not confirm a skip', async () => {
@@ -374,7 +375,8 @@ describe('an unavailable worker (long ladder)', () => {
     expect(flat(first.calls)).toEqual([e1!.offset]);
 
     await first.kill('SIGKILL');
-    await eventually(() => !server.server.workers.has(null, 's35-killed'), 'the registration to end with the killed session');
+    // The Worker host's registrations live in the project's hub object, out of the test's reach.
+    if (TEST_HOST === 'node') await eventually(() => !server.server.workers.has(null, 's35-killed'), 'the registration to end with the killed session');
     const down = await api.append(src, [
       { type: 'job', payload: { n: 2 } },
       { type: 'job', payload: { n: 3 } },
@@ -407,8 +409,10 @@ describe('an unavailable worker (long ladder)', () => {
     // confirmation and the event would be skipped now).
     await unavailableFor(src, 'mid', 'mid-call', 5);
     const after = await scrape(api);
-    expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'failing' }) ?? 0) - failingBefore).toBe(2);
-    expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0) - unavailableBefore).toBeGreaterThanOrEqual(3);
+    if (TEST_HOST === 'node') {
+      expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'failing' }) ?? 0) - failingBefore).toBe(2);
+      expect((sampleOf(after, 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'unavailable' }) ?? 0) - unavailableBefore).toBeGreaterThanOrEqual(3);
+    }
     expect(await errorsOn(api, src)).toHaveLength(0);
 
     // A new process of the worker gets the event (a later attempt: the plan says "ok").

@@ -1,12 +1,17 @@
 /**
  * A real Rivulet server for end-to-end tests: startNodeServer on 127.0.0.1, port 0, a fresh data
  * folder under os.tmpdir() that close() removes again. Everything else is passed through.
+ *
+ * With RIVULET_TEST_HOST=worker (the "worker" vitest project, vitest.config.ts) the same call starts
+ * the Cloudflare Workers host under Miniflare instead (worker-host.ts), answering the same shape;
+ * `server` (the Node host's handle) is not available there.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node.js';
 import { Api } from './http.js';
+import { startWorkerHost } from './worker-host.js';
 
 export interface TestServer {
   url: string;
@@ -25,7 +30,30 @@ export async function tempDir(prefix = 'rivulet-e2e-'): Promise<{ dir: string; r
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/** Which host the end-to-end tests run against: "node" (default) or "worker". */
+export const TEST_HOST: 'node' | 'worker' = process.env.RIVULET_TEST_HOST === 'worker' ? 'worker' : 'node';
+
+async function startWorkerTestServer(options: Omit<NodeServerOptions, 'port' | 'data'>): Promise<TestServer> {
+  const { host: _host, ...rest } = options;
+  const worker = await startWorkerHost(rest);
+  return {
+    get url() {
+      return worker.url;
+    },
+    internalErrors: worker.internalErrors,
+    dataDir: worker.dataDir,
+    get server(): RunningServer {
+      throw new Error('the Node host handle (TestServer.server) is not available when RIVULET_TEST_HOST=worker');
+    },
+    get api() {
+      return worker.api;
+    },
+    close: () => worker.close(),
+  };
+}
+
 export async function startTestServer(options: Omit<NodeServerOptions, 'port' | 'data'> = {}): Promise<TestServer> {
+  if (TEST_HOST === 'worker') return startWorkerTestServer(options);
   const { dir, remove } = await tempDir();
   const internalErrors: string[] = [];
   let server: RunningServer;

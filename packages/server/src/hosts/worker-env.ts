@@ -1,0 +1,101 @@
+/**
+ * The Worker host's bindings and configuration (wrangler.jsonc): the Durable Object namespaces,
+ * secrets (`wrangler secret put`) and plain variables, read into the same EngineConfig the Node
+ * host builds from its flags (API.md §7). Names of Durable Objects live here too, so that every
+ * caller names an object the same way.
+ */
+import { Defaults } from '@rivulet/contract';
+import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
+import { parseTokensFile, type TokenTable } from '../http/auth.js';
+import type { HubObjectApi, IndexObjectApi, StreamObjectApi } from './worker-api.js';
+
+/** What a Durable Object namespace binding offers the host (developers.cloudflare.com, namespace API). */
+export interface DoNamespace<T> {
+  getByName(name: string): T;
+}
+
+export interface WorkerEnv {
+  /** One Durable Object per stream, named by streamObjectName. */
+  STREAMS: DoNamespace<StreamObjectApi>;
+  /** One Durable Object per project: the stream listing. */
+  STREAM_INDEX: DoNamespace<IndexObjectApi>;
+  /** One Durable Object per project: RPC sessions, registered workers, itx-call. */
+  RPC_HUB: DoNamespace<HubObjectApi>;
+  /** Secret: the tokens file's text, lines "TOKEN PROJECT_ID". */
+  RIVULET_TOKENS?: string;
+  /** "true" serves without tokens (every caller is admin): local development and tests only. */
+  RIVULET_OPEN?: string;
+  /** Secret: `whsec_<base64 key>`; webhook-post deliveries are unavailable without it. */
+  RIVULET_WEBHOOK_SECRET?: string;
+  RIVULET_ALLOW_PRIVATE_WEBHOOKS?: string;
+  RIVULET_MAX_DELIVERY_ATTEMPTS?: string;
+  RIVULET_RETRY_BASE_MS?: string;
+  RIVULET_RETRY_MAX_MS?: string;
+  RIVULET_DELIVERY_TIMEOUT_MS?: string;
+  RIVULET_MAX_EVENT_BYTES?: string;
+  RIVULET_MAX_BODY_BYTES?: string;
+  RIVULET_MAX_CORE_STATE_BYTES?: string;
+  RIVULET_EPHEMERAL_RETENTION_COUNT?: string;
+}
+
+export const streamObjectName = (projectId: string | null, path: string): string => JSON.stringify([projectId, path]);
+export const projectObjectName = (projectId: string | null): string => JSON.stringify([projectId]);
+
+function int(env: WorkerEnv, key: keyof WorkerEnv, fallback: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${key} must be a positive integer, got "${String(raw)}"`);
+  return n;
+}
+
+function bool(env: WorkerEnv, key: keyof WorkerEnv): boolean | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new Error(`${key} must be "true" or "false", got "${String(raw)}"`);
+}
+
+export function tokensOf(env: WorkerEnv): TokenTable | null {
+  return env.RIVULET_TOKENS ? parseTokensFile(env.RIVULET_TOKENS, 'RIVULET_TOKENS') : null;
+}
+
+/** Open mode must be asked for: a Worker is public, and without tokens every caller is admin. */
+export function openModeRefusal(env: WorkerEnv): string | null {
+  if (env.RIVULET_TOKENS || bool(env, 'RIVULET_OPEN') === true) return null;
+  return 'this deployment has no tokens: set them with `wrangler secret put RIVULET_TOKENS` (lines "TOKEN PROJECT_ID"), or set RIVULET_OPEN = "true" for local development only';
+}
+
+/**
+ * One SQLite row of a Durable Object holds at most 2 MB (string, blob or whole row): an event is
+ * one row, a stream's state another, so neither limit may come near it.
+ */
+const MAX_ROW_VALUE_BYTES = 1_900_000;
+
+function rowBound(env: WorkerEnv, key: 'RIVULET_MAX_EVENT_BYTES' | 'RIVULET_MAX_CORE_STATE_BYTES', fallback: number): number {
+  const n = int(env, key, fallback);
+  if (n > MAX_ROW_VALUE_BYTES) {
+    throw new Error(`${key} may be at most ${MAX_ROW_VALUE_BYTES} on Cloudflare: a Durable Object's SQLite row holds at most 2 MB`);
+  }
+  return n;
+}
+
+export function engineConfigOf(env: WorkerEnv): EngineConfig {
+  const open = !env.RIVULET_TOKENS;
+  return {
+    ...defaultEngineConfig,
+    maxEventBytes: rowBound(env, 'RIVULET_MAX_EVENT_BYTES', defaultEngineConfig.maxEventBytes),
+    maxCoreStateBytes: rowBound(env, 'RIVULET_MAX_CORE_STATE_BYTES', defaultEngineConfig.maxCoreStateBytes),
+    ephemeralRetentionCount: int(env, 'RIVULET_EPHEMERAL_RETENTION_COUNT', defaultEngineConfig.ephemeralRetentionCount),
+    maxDeliveryAttempts: int(env, 'RIVULET_MAX_DELIVERY_ATTEMPTS', defaultEngineConfig.maxDeliveryAttempts),
+    retryBaseMs: int(env, 'RIVULET_RETRY_BASE_MS', defaultEngineConfig.retryBaseMs),
+    retryMaxMs: int(env, 'RIVULET_RETRY_MAX_MS', defaultEngineConfig.retryMaxMs),
+    deliveryTimeoutMs: int(env, 'RIVULET_DELIVERY_TIMEOUT_MS', defaultEngineConfig.deliveryTimeoutMs),
+    allowPrivateWebhooks: bool(env, 'RIVULET_ALLOW_PRIVATE_WEBHOOKS') ?? open,
+  };
+}
+
+export function maxBodyBytesOf(env: WorkerEnv): number {
+  return int(env, 'RIVULET_MAX_BODY_BYTES', Defaults.maxBodyBytes);
+}

@@ -1,0 +1,265 @@
+/**
+ * What one stream's Durable Object runs: the same engine as the Node host, composed over the
+ * Durable Object adapters — SQL storage (adapters/durable-object/do-storage.ts), the object's alarm
+ * as the timer port, other streams reached through their objects (the StreamDirectory port over
+ * Durable Object RPC), webhooks over fetch, itx-call through the project's RPC hub. The object
+ * class (worker.ts) only forwards its RPC methods here.
+ *
+ * One object holds exactly one stream: the first call binds the object to its (project, path)
+ * (recorded by the stream's own row once it exists) and a call naming another stream is refused,
+ * so a routing mistake can never mix two streams' rows. Destroy erases the object's whole storage
+ * (`deleteAll`) after the engine ended the lifetime, and recreates the empty schema.
+ *
+ * The project's index (listing) learns of a lifetime after the first call that created it, and
+ * forgets it on destroy; the object remembers in memory which lifetime the index holds and
+ * re-announces a lifetime the index may have missed (a crash between commit and announcement) on
+ * the next call that touches the object.
+ */
+import { RivuletError, canonicalizePath, type CoreState } from '@rivulet/contract';
+import { DurableObjectAlarms } from '../adapters/durable-object/do-alarm.js';
+import type { DoStorageApi } from '../adapters/durable-object/do-api.js';
+import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
+import type { StreamActor } from '../engine/actor.js';
+import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
+import { copyReceiver } from '../engine/delivery/copy-receiver.js';
+import { DeliveryEngine } from '../engine/delivery/engine.js';
+import type { Receiver } from '../engine/delivery/receiver.js';
+import { webhookReceiver } from '../engine/delivery/webhook-receiver.js';
+import { createServerMetrics } from '../engine/metrics.js';
+import { StreamRegistry } from '../engine/registry.js';
+import { openSchema } from '../engine/schema.js';
+import { LocalStreamService } from '../engine/service.js';
+import { StreamStore } from '../engine/stream-store.js';
+import type { ErrorLogger } from '../http/errors.js';
+import { systemClock, systemRandom } from '../ports/clock.js';
+import type { StreamDirectory } from '../ports/directory.js';
+import type { StreamSummary, TailRequest } from './worker-api.js';
+import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
+import { fetchOutbound } from './worker-outbound.js';
+import { unwrap } from './worker-wire.js';
+
+/** Slack added to an in-flight delivery's deadline before the safety alarm rings. */
+const WATCHDOG_SLACK_MS = 1_000;
+
+const encoder = new TextEncoder();
+
+export interface StreamHostDeps {
+  storage: DoStorageApi;
+  env: WorkerEnv;
+  logger: ErrorLogger;
+  /** Runs fn with no other event delivered to the object meanwhile (ctx.blockConcurrencyWhile). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+function remoteItx(env: WorkerEnv): Receiver {
+  return {
+    async deliver(ctx, events) {
+      const receiver = ctx.entry.configuration.receiver;
+      if (receiver.action !== 'itx-call') return { ok: false, kind: 'fatal', error: 'internal error: itx receiver given another action' };
+      try {
+        return await env.RPC_HUB.getByName(projectObjectName(ctx.projectId)).deliverItx({
+          projectId: ctx.projectId,
+          path: ctx.path,
+          streamId: ctx.streamId,
+          streamCreatedAt: ctx.streamCreatedAt,
+          subscriptionKey: ctx.subscriptionKey,
+          cursorChangedAtSourceOffset: ctx.cursorChangedAtSourceOffset,
+          deliveryId: ctx.deliveryId,
+          attempt: ctx.attempt,
+          streamMaxOffset: ctx.streamMaxOffset,
+          expression: receiver.expression,
+          events: events.map((e) => ({ event: e.event, shaped: e.shaped })),
+          timeoutMs: 0,
+        });
+      } catch (error) {
+        return { ok: false, kind: 'unavailable', error: `the project's RPC hub could not be reached: ${error instanceof Error ? error.message : String(error)}` };
+      }
+    },
+  };
+}
+
+function webhooks(env: WorkerEnv, config: EngineConfig): Receiver {
+  const secret = env.RIVULET_WEBHOOK_SECRET?.trim();
+  if (!secret) {
+    return {
+      deliver: async () => ({
+        ok: false,
+        kind: 'unavailable',
+        error: 'this deployment has no webhook secret: set it with `wrangler secret put RIVULET_WEBHOOK_SECRET`',
+      }),
+    };
+  }
+  return webhookReceiver({ http: fetchOutbound({ allowPrivate: config.allowPrivateWebhooks }), secret, clock: systemClock });
+}
+
+export class StreamHost {
+  private readonly storage: DurableObjectStorage;
+  private readonly store: StreamStore;
+  private readonly alarms: DurableObjectAlarms;
+  private readonly delivery: DeliveryEngine;
+  private readonly registry: StreamRegistry;
+  private readonly service: LocalStreamService;
+  readonly config: EngineConfig;
+  private identity: { projectId: string | null; path: string } | null = null;
+  /** The lifetime the project's index is known to list, when known. */
+  private indexed: string | null | undefined = undefined;
+
+  constructor(private readonly deps: StreamHostDeps) {
+    const { env, logger } = deps;
+    this.config = { ...defaultEngineConfig, ...engineConfigOf(env) };
+    this.storage = new DurableObjectStorage(deps.storage);
+    openSchema(this.storage);
+    this.store = new StreamStore(this.storage);
+    const metrics = createServerMetrics();
+    const directory: StreamDirectory = {
+      receiveCopies: (projectId, path, batch) =>
+        unwrap(`stream ${path}`, () => env.STREAMS.getByName(streamObjectName(projectId, path)).receiveCopies(projectId, path, batch)),
+    };
+    const log = (message: string, error?: unknown) =>
+      error === undefined ? logger.warn?.(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error);
+    this.alarms = new DurableObjectAlarms(deps.storage, {
+      keepAwake: () => {
+        const actor = this.actorIfBound();
+        return actor && this.delivery.isBusy(actor) ? systemClock.now() + this.config.deliveryTimeoutMs + WATCHDOG_SLACK_MS : null;
+      },
+      log,
+    });
+    this.delivery = new DeliveryEngine({
+      clock: systemClock,
+      random: systemRandom,
+      alarms: this.alarms,
+      config: this.config,
+      receivers: {
+        'copy-to-stream': copyReceiver(directory),
+        'itx-call': remoteItx(env),
+        'webhook-post': webhooks(env, this.config),
+      },
+      metrics,
+      log,
+    });
+    this.registry = new StreamRegistry({
+      store: this.store,
+      clock: systemClock,
+      random: systemRandom,
+      config: this.config,
+      afterCommit: (actor, events) => this.delivery.poke(actor, events),
+    });
+    this.service = new LocalStreamService(this.registry, this.store, metrics);
+    const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
+    if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
+  }
+
+  private actorIfBound(): StreamActor | undefined {
+    return this.identity ? this.registry.get(this.identity.projectId, this.identity.path) : undefined;
+  }
+
+  /** Binds the object to its stream on first use; refuses any other stream. */
+  private bind(projectId: string | null, path: string): StreamActor {
+    if (this.identity === null) this.identity = { projectId, path };
+    else if (this.identity.projectId !== projectId || this.identity.path !== path) {
+      throw new RivuletError(
+        'INTERNAL',
+        `the object of stream ${JSON.stringify([this.identity.projectId, this.identity.path])} was asked for ${JSON.stringify([projectId, path])}`,
+      );
+    }
+    return this.registry.get(projectId, path);
+  }
+
+  /** Runs one call for the stream (projectId, path), then keeps the project's index in step. */
+  async call<T>(projectId: string | null, path: string, fn: (service: LocalStreamService, actor: StreamActor) => Promise<T>): Promise<T> {
+    const actor = this.bind(projectId, path);
+    try {
+      return await fn(this.service, actor);
+    } finally {
+      await this.announce(actor);
+    }
+  }
+
+  /**
+   * Tells the project's index about the current lifetime if it may not know it yet. The call's
+   * own outcome stands either way: an index that cannot be reached is told on a later call.
+   */
+  private async announce(actor: StreamActor): Promise<void> {
+    const state: CoreState | null = actor.exists ? actor.coreState : null;
+    if (state === null || this.indexed === state.streamId) return;
+    try {
+      await unwrap('the stream index', () =>
+        this.deps.env.STREAM_INDEX.getByName(projectObjectName(actor.projectId)).put(actor.projectId, {
+          path: actor.path,
+          streamId: state.streamId,
+          createdAt: state.createdAt,
+        }),
+      );
+      this.indexed = state.streamId;
+    } catch (error) {
+      this.deps.logger.warn?.(`rivulet: could not list ${actor.path} in its project's index (retried on its next call): ${String(error)}`);
+    }
+  }
+
+  subscriptionSource(body: { sourceStreamPath: string }): string {
+    return canonicalizePath(body.sourceStreamPath);
+  }
+
+  summary(projectId: string | null, path: string): StreamSummary | null {
+    const actor = this.bind(projectId, path);
+    const state = actor.exists ? actor.coreState : null;
+    return state ? { streamId: state.streamId, createdAt: state.createdAt, maxOffset: actor.durableHead } : null;
+  }
+
+  tail(projectId: string | null, path: string, options: TailRequest): ReadableStream<Uint8Array> {
+    this.bind(projectId, path);
+    const abort = new AbortController();
+    const items = this.service.tail(projectId, path, {
+      afterOffset: options.afterOffset,
+      expectedStreamId: options.expectedStreamId,
+      eventTypes: options.eventTypes,
+      signal: abort.signal,
+    });
+    const iterator = items[Symbol.asyncIterator]();
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await iterator.next();
+        if (next.done) {
+          controller.close();
+          return;
+        }
+        controller.enqueue(encoder.encode(`${JSON.stringify(next.value)}\n`));
+      },
+      async cancel() {
+        abort.abort();
+        await iterator.return?.();
+      },
+    });
+  }
+
+  /** Ends the lifetime in the engine, then erases the object's storage and forgets it in the index. */
+  async destroy(projectId: string | null, path: string): Promise<boolean> {
+    const actor = this.bind(projectId, path);
+    const streamId = actor.exists ? actor.coreState?.streamId : undefined;
+    const destroyed = await this.service.destroy(projectId, path);
+    if (!destroyed || streamId === undefined) return destroyed;
+    await this.deps.exclusive(async () => {
+      await this.deps.storage.deleteAll();
+      await this.deps.storage.deleteAlarm();
+      this.alarms.forget();
+      openSchema(this.storage);
+    });
+    this.indexed = null;
+    try {
+      await unwrap('the stream index', () =>
+        this.deps.env.STREAM_INDEX.getByName(projectObjectName(projectId)).remove(projectId, path, streamId),
+      );
+    } catch (error) {
+      // The listing asks each listed stream's object, which answers that the stream is gone.
+      this.deps.logger.warn?.(`rivulet: could not remove ${path} from its project's index: ${String(error)}`);
+    }
+    return destroyed;
+  }
+
+  /** The object's alarm rang: whatever delivery is owed resumes (after an eviction too). */
+  alarm(): void {
+    this.alarms.ring();
+    const actor = this.actorIfBound();
+    if (actor) this.delivery.poke(actor);
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The Cloudflare Workers host: the Worker entry and its three Durable Object classes. They are
+ * adapters only — the logic lives in the engine and the shared edges:
+ * - the entry serves the same Hono app as the Node host (http/app.ts) over a stream service that
+ *   forwards each call to the stream's own Durable Object (worker-service.ts), and hands
+ *   authenticated `/v1/rpc` WebSocket upgrades to the project's hub;
+ * - `StreamObject`: one per (project, canonical path), running one stream actor and its sender
+ *   over the object's SQLite storage and alarm (worker-stream-host.ts);
+ * - `IndexObject`: one per project, the stream listing (worker-index.ts);
+ * - `HubObject`: one per project, RPC sessions, registered workers and itx-call (worker-hub.ts).
+ * Configuration comes from the bindings of wrangler.jsonc (worker-env.ts).
+ */
+import { DurableObject } from 'cloudflare:workers';
+import { RivuletError, type EventInput, type SubscribeToEventsFromBody } from '@rivulet/contract';
+import type { Hono } from 'hono';
+import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
+import type { CopyBatch } from '../core/copy-builder.js';
+import { createServerMetrics } from '../engine/metrics.js';
+import type { ListOptions, ReadOptions } from '../engine/service.js';
+import { createApp } from '../http/app.js';
+import { authenticate } from '../http/auth.js';
+import { consoleLogger, errorResponse } from '../http/errors.js';
+import { VERSION } from '../version.js';
+import type { IndexEntry, ItxDelivery, StreamObjectApi, TailRequest } from './worker-api.js';
+import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './worker-env.js';
+import { PRINCIPAL_HEADER, RpcHub } from './worker-hub.js';
+import { StreamIndex } from './worker-index.js';
+import { durableStreamService } from './worker-service.js';
+import { StreamHost } from './worker-stream-host.js';
+import { answer } from './worker-wire.js';
+
+const RPC_PATH = '/v1/rpc';
+const logger = consoleLogger;
+
+let app: Hono | undefined;
+
+function appFor(env: WorkerEnv): Hono {
+  if (!app) {
+    const metrics = createServerMetrics();
+    app = createApp({
+      service: durableStreamService(env, metrics),
+      tokens: tokensOf(env),
+      metrics,
+      maxBodyBytes: maxBodyBytesOf(env),
+      version: VERSION,
+      logger,
+    });
+  }
+  return app;
+}
+
+/** `/v1/rpc`: authenticated like HTTP before the upgrade (protocol §18.1), then the project's hub. */
+async function rpcUpgrade(request: Request, env: WorkerEnv): Promise<Response> {
+  const url = new URL(request.url);
+  const token = url.searchParams.get('token');
+  const project = url.searchParams.get('project');
+  const principal = authenticate(
+    {
+      get(name) {
+        const header = request.headers.get(name);
+        if (header !== null) return header;
+        if (name === 'authorization' && token) return `Bearer ${token}`;
+        if (name === 'x-project-id' && project) return project;
+        return null;
+      },
+    },
+    tokensOf(env),
+  );
+  const headers = new Headers(request.headers);
+  headers.set(PRINCIPAL_HEADER, JSON.stringify(principal));
+  return env.RPC_HUB.getByName(projectObjectName(principal.projectId)).fetch(new Request(request, { headers }));
+}
+
+export default {
+  async fetch(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
+    try {
+      const url = new URL(request.url);
+      const refusal = openModeRefusal(env);
+      if (refusal !== null && url.pathname !== '/healthz') throw new RivuletError('UNAVAILABLE', refusal);
+      if (request.headers.get('upgrade')?.toLowerCase() === 'websocket') {
+        if (url.pathname !== RPC_PATH) throw new RivuletError('NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; RPC is at ${RPC_PATH}`);
+        return await rpcUpgrade(request, env);
+      }
+      return await appFor(env).fetch(request, env, ctx as never);
+    } catch (error) {
+      return errorResponse(error, logger);
+    }
+  },
+};
+
+type P = string | null;
+
+/** One stream: its actor, sender and storage (worker-stream-host.ts). Methods forward, nothing more. */
+export class StreamObject extends DurableObject<WorkerEnv> implements StreamObjectApi {
+  readonly #host: StreamHost;
+
+  constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
+    super(ctx, env);
+    this.#host = new StreamHost({ storage: ctx.storage, env, logger, exclusive: (fn) => ctx.blockConcurrencyWhile(fn) });
+  }
+
+  append(projectId: P, path: string, inputs: readonly EventInput[]) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.append(projectId, path, inputs)));
+  }
+  read(projectId: P, path: string, options: ReadOptions) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.read(projectId, path, options)));
+  }
+  state(projectId: P, path: string) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.state(projectId, path)));
+  }
+  destroy(projectId: P, path: string) {
+    return answer(logger, () => this.#host.destroy(projectId, path));
+  }
+  summary(projectId: P, path: string) {
+    return answer(logger, () => this.#host.summary(projectId, path));
+  }
+  tail(projectId: P, path: string, options: TailRequest) {
+    return answer(logger, () => this.#host.tail(projectId, path, options));
+  }
+  subscribeToEventsFrom(projectId: P, receivingPath: string, body: SubscribeToEventsFromBody) {
+    return answer(logger, () =>
+      this.#host.call(projectId, this.#host.subscriptionSource(body), (s) => s.subscribeToEventsFrom(projectId, receivingPath, body)),
+    );
+  }
+  unsubscribeFromEvents(projectId: P, receivingPath: string, body: { sourceStreamPath: string; subscriptionKey: string }) {
+    return answer(logger, () =>
+      this.#host.call(projectId, this.#host.subscriptionSource(body), (s) => s.unsubscribeFromEvents(projectId, receivingPath, body)),
+    );
+  }
+  setSubscriptionCursor(projectId: P, path: string, body: { subscriptionKey: string; afterOffset: number }) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.setSubscriptionCursor(projectId, path, body)));
+  }
+  resumeSubscription(projectId: P, path: string, body: { subscriptionKey: string }) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.resumeSubscription(projectId, path, body)));
+  }
+  setSubscriptionCursorAndResume(projectId: P, path: string, body: { subscriptionKey: string; afterOffset: number }) {
+    return answer(logger, () => this.#host.call(projectId, path, (s) => s.setSubscriptionCursorAndResume(projectId, path, body)));
+  }
+  receiveCopies(projectId: P, path: string, batch: CopyBatch) {
+    return answer(logger, () => this.#host.call(projectId, path, (_s, actor) => actor.receiveCopies(batch)));
+  }
+  alarm(): void {
+    this.#host.alarm();
+  }
+}
+
+/** The stream listing of one project (worker-index.ts). */
+export class IndexObject extends DurableObject<WorkerEnv> {
+  readonly #index: StreamIndex;
+
+  constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
+    super(ctx, env);
+    this.#index = new StreamIndex(new DurableObjectStorage(ctx.storage));
+  }
+
+  put(_projectId: P, entry: IndexEntry) {
+    return answer(logger, () => this.#index.put(entry));
+  }
+  remove(_projectId: P, path: string, streamId: string) {
+    return answer(logger, () => this.#index.remove(path, streamId));
+  }
+  list(_projectId: P, options: ListOptions) {
+    return answer(logger, () => this.#index.list(options));
+  }
+}
+
+/** RPC sessions, registered workers and itx-call of one project (worker-hub.ts). */
+export class HubObject extends DurableObject<WorkerEnv> {
+  readonly #hub: RpcHub;
+
+  constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
+    super(ctx, env);
+    this.#hub = new RpcHub(env, logger);
+  }
+
+  fetch(request: Request): Response {
+    return this.#hub.accept(request);
+  }
+  deliverItx(delivery: ItxDelivery) {
+    return this.#hub.deliverItx(delivery);
+  }
+}

@@ -1,0 +1,580 @@
+/**
+ * The conformance checks of the storage port (ports/storage.ts, ARCHITECTURE practice 4): every
+ * adapter runs the same tests of the contract written in the port's header. They know nothing about
+ * any adapter: a factory hands them a fresh, empty storage, and optionally a way to open the same
+ * data again, which enables the durability tests.
+ *
+ * They know nothing about the test runner either: `defineStorageChecks` takes the runner's
+ * describe/it/hooks/expect as an argument, so the same checks run under vitest in Node
+ * (storage-conformance.ts) and inside workerd against the Durable Object adapter, where a small
+ * collector runs them (test/cloudflare/mini-runner.ts). Nothing here may import Node modules.
+ *
+ * Integers are checked in INTEGER-declared columns: drivers differ in how they bind a JS number
+ * (better-sqlite3 binds every number as REAL, sql.js binds numbers beyond 32 bits as REAL), and
+ * column affinity is what makes them integers again. The engine's schema declares its columns.
+ */
+import type { ExpectStatic } from 'vitest';
+import type { SqlRow, SqlStorage, SqlValue } from '../src/ports/storage.js';
+
+export interface StorageUnderTest {
+  storage: SqlStorage;
+  /**
+   * Opens the same data again. The suite closes `storage` (and any handle reopened before) first;
+   * an adapter without persistence leaves this out and skips the durability tests.
+   */
+  reopen?: () => Promise<SqlStorage>;
+  /** Closes every handle the factory opened and removes what it created. */
+  cleanup(): void | Promise<void>;
+}
+
+export type StorageFactory = () => Promise<StorageUnderTest>;
+
+/** What the checks need of a test runner (vitest's functions satisfy it). */
+export interface ConformanceApi {
+  describe(name: string, fn: () => void): void;
+  it(name: string, fn: (ctx: { skip(): void }) => unknown): void;
+  beforeEach(fn: () => unknown): void;
+  afterEach(fn: () => unknown): void;
+  expect: ExpectStatic;
+}
+
+class Boom extends Error {
+  override readonly name = 'Boom';
+}
+
+const count = (s: SqlStorage, table = 't'): number => s.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)[0]!.n;
+
+const names = (s: SqlStorage): string[] => s.exec<{ name: string }>(`SELECT name FROM t ORDER BY id`).map((r) => r.name);
+
+/** Resolves on the next macrotask turn: anything that settles first did not wait for I/O or timers. */
+const nextTurn = (): Promise<'turn'> => new Promise((resolve) => setTimeout(() => resolve('turn'), 0));
+
+export function defineStorageChecks(t: ConformanceApi, name: string, factory: StorageFactory): void {
+  const { describe, it, beforeEach, afterEach, expect } = t;
+
+  /** The bytes of a blob read back, checked to be a Uint8Array (a Node Buffer is one). */
+  const bytes = (v: SqlValue | undefined): Uint8Array => {
+    expect(v).toBeInstanceOf(Uint8Array);
+    return v as Uint8Array;
+  };
+
+  function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
+    expect(actual.length).toBe(expected.length);
+    const first = expected.findIndex((b, i) => actual[i] !== b);
+    expect(first, `first differing byte`).toBe(-1);
+  }
+
+  describe(`storage port conformance: ${name}`, () => {
+    let under: StorageUnderTest;
+    let s: SqlStorage;
+
+    beforeEach(async () => {
+      under = await factory();
+      s = under.storage;
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n INTEGER)`);
+    });
+
+    afterEach(async () => {
+      await under.cleanup();
+    });
+
+    /** Closes the current handle and opens the same data again. */
+    async function reopen(): Promise<SqlStorage> {
+      s.close();
+      s = await under.reopen!();
+      return s;
+    }
+
+    describe('exec', () => {
+      it('binds positional parameters and answers plain row objects keyed by column name', () => {
+        s.run(`INSERT INTO t (name, n) VALUES (?, ?), (?, ?), (?, ?)`, 'a', 1, 'b', 2, 'c', 3);
+        const rows = s.exec<{ name: string; n: number }>(`SELECT name, n FROM t WHERE n >= ? ORDER BY n`, 2);
+        expect(rows).toEqual([
+          { name: 'b', n: 2 },
+          { name: 'c', n: 3 },
+        ]);
+        for (const row of rows) {
+          expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+          expect(Object.keys(row)).toEqual(['name', 'n']);
+        }
+        expect(JSON.parse(JSON.stringify(rows))).toEqual(rows);
+      });
+
+      it('answers column aliases and expressions, an empty array for no rows and for statements without rows', () => {
+        expect(s.exec(`SELECT 1 + 1 AS two, 'x' || ? AS s`, 'y')).toEqual([{ two: 2, s: 'xy' }]);
+        expect(s.exec(`SELECT * FROM t WHERE name = ?`, 'absent')).toEqual([]);
+        expect(s.exec(`INSERT INTO t (name) VALUES (?)`, 'a')).toEqual([]);
+        expect(s.exec(`UPDATE t SET n = ? WHERE name = ?`, 5, 'a')).toEqual([]);
+        expect(s.exec<SqlRow>(`SELECT name, n FROM t`)).toEqual([{ name: 'a', n: 5 }]);
+      });
+
+      it('binds many parameters in order', () => {
+        const values = Array.from({ length: 99 }, (_, i) => i * 3);
+        const sql = `SELECT ${values.map((_, i) => `? AS c${i}`).join(', ')}`;
+        const row = s.exec<Record<string, number>>(sql, ...values)[0]!;
+        expect(Object.values(row)).toEqual(values);
+      });
+
+      it('throws on invalid SQL and on constraint violations, and keeps working afterwards', () => {
+        expect(() => s.exec(`SELEC nonsense`)).toThrow();
+        s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+        expect(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'a')).toThrow();
+        expect(() => s.exec(`SELECT * FROM no_such_table`)).toThrow();
+        expect(names(s)).toEqual(['a']);
+      });
+    });
+
+    describe('types round-trip', () => {
+      beforeEach(() => {
+        s.run(`CREATE TABLE v (k INTEGER PRIMARY KEY, i INTEGER, r REAL, x TEXT, b BLOB, u)`);
+      });
+
+      const integers = [
+        0,
+        1,
+        -1,
+        2 ** 31 - 1,
+        2 ** 31,
+        -(2 ** 31) - 1,
+        2 ** 32 + 5,
+        1_700_000_000_123,
+        Number.MAX_SAFE_INTEGER,
+        Number.MIN_SAFE_INTEGER,
+      ];
+
+      it('integers up to ±Number.MAX_SAFE_INTEGER, exactly, and as SQL integers in INTEGER columns', () => {
+        integers.forEach((value, k) => s.run(`INSERT INTO v (k, i, u) VALUES (?, ?, ?)`, k, value, value));
+        const rows = s.exec<{ k: number; i: number; u: number; ti: string }>(`SELECT k, i, u, typeof(i) AS ti FROM v ORDER BY k`);
+        expect(rows.map((r) => r.i)).toEqual(integers);
+        expect(rows.map((r) => r.u)).toEqual(integers);
+        for (const r of rows) {
+          expect(typeof r.i).toBe('number');
+          expect(r.ti).toBe('integer');
+        }
+        // Comparisons and arithmetic on stored integers are exact.
+        expect(s.exec(`SELECT k FROM v WHERE i = ?`, Number.MAX_SAFE_INTEGER)).toEqual([{ k: integers.indexOf(Number.MAX_SAFE_INTEGER) }]);
+        expect(s.exec(`SELECT i - 1 AS d FROM v WHERE i = ?`, Number.MAX_SAFE_INTEGER)).toEqual([{ d: Number.MAX_SAFE_INTEGER - 1 }]);
+        expect(s.exec(`SELECT max(i) AS m, min(i) AS lo FROM v`)).toEqual([{ m: Number.MAX_SAFE_INTEGER, lo: Number.MIN_SAFE_INTEGER }]);
+        expect(s.exec(`SELECT ? AS a, ? AS b`, Number.MAX_SAFE_INTEGER, -42)).toEqual([{ a: Number.MAX_SAFE_INTEGER, b: -42 }]);
+      });
+
+      it('integers computed by SQL come back as numbers', () => {
+        s.run(`INSERT INTO v (k, i) VALUES (1, 10), (2, 20)`);
+        expect(s.exec(`SELECT count(*) AS n, sum(i) AS total, 9007199254740991 AS big FROM v`)).toEqual([
+          { n: 2, total: 30, big: Number.MAX_SAFE_INTEGER },
+        ]);
+      });
+
+      it('floats', () => {
+        const floats = [0.5, -1.25, Math.PI, 1e-300, -1.7976931348623157e308, 123456.789, 2 ** 60 + 0.5];
+        floats.forEach((value, k) => s.run(`INSERT INTO v (k, r, u) VALUES (?, ?, ?)`, k, value, value));
+        const rows = s.exec<{ r: number; u: number }>(`SELECT r, u FROM v ORDER BY k`);
+        expect(rows.map((r) => r.r)).toEqual(floats);
+        expect(rows.map((r) => r.u)).toEqual(floats);
+        expect(s.exec(`SELECT ? * 2 AS d`, 0.25)).toEqual([{ d: 0.5 }]);
+      });
+
+      it('text: empty, unicode (astral included), control characters, long', () => {
+        const texts = ['', 'plain', 'héllo wörld', '日本語', '𝄞 music 😀 emoji 👩‍👩‍👧', 'tab\tnew\nline "quoted" \\', 'a\u0000b', 'x'.repeat(100_000)];
+        texts.forEach((value, k) => s.run(`INSERT INTO v (k, x, u) VALUES (?, ?, ?)`, k, value, value));
+        const rows = s.exec<{ x: string; u: string; tx: string }>(`SELECT x, u, typeof(x) AS tx FROM v ORDER BY k`);
+        expect(rows.map((r) => r.x)).toEqual(texts);
+        expect(rows.map((r) => r.u)).toEqual(texts);
+        for (const r of rows) expect(r.tx).toBe('text');
+        expect(s.exec(`SELECT k FROM v WHERE x = ?`, '𝄞 music 😀 emoji 👩‍👩‍👧')).toEqual([{ k: 4 }]);
+        // SQLite measures text in characters (code points).
+        expect(s.exec(`SELECT length(?) AS n`, '😀é')).toEqual([{ n: 2 }]);
+      });
+
+      it('NULL, bound and stored', () => {
+        s.run(`INSERT INTO v (k, i, r, x, b, u) VALUES (?, ?, ?, ?, ?, ?)`, 1, null, null, null, null, null);
+        expect(s.exec(`SELECT i, r, x, b, u FROM v`)).toEqual([{ i: null, r: null, x: null, b: null, u: null }]);
+        expect(s.exec(`SELECT ? AS v, ? IS NULL AS absent`, null, null)).toEqual([{ v: null, absent: 1 }]);
+        expect(s.exec(`SELECT k FROM v WHERE x IS ?`, null)).toEqual([{ k: 1 }]);
+      });
+
+      it('Uint8Array blobs: empty, every byte value, large', () => {
+        const all = new Uint8Array(256).map((_, i) => i);
+        const large = new Uint8Array(200_000).map((_, i) => (i * 31) & 0xff);
+        const blobs = [new Uint8Array(0), new Uint8Array([0]), all, large];
+        blobs.forEach((value, k) => s.run(`INSERT INTO v (k, b, u) VALUES (?, ?, ?)`, k, value, value));
+        const rows = s.exec<{ b: SqlValue; u: SqlValue; tb: string; n: number }>(
+          `SELECT b, u, typeof(b) AS tb, length(b) AS n FROM v ORDER BY k`,
+        );
+        rows.forEach((r, k) => {
+          expectSameBytes(bytes(r.b), blobs[k]!);
+          expectSameBytes(bytes(r.u), blobs[k]!);
+          expect(r.tb).toBe('blob');
+          expect(r.n).toBe(blobs[k]!.length);
+        });
+        // A blob parameter compares as a blob.
+        expect(s.exec(`SELECT k FROM v WHERE b = ?`, all)).toEqual([{ k: 2 }]);
+        // A blob read back can be bound again.
+        const again = rows[3]!.b as Uint8Array;
+        expect(s.exec(`SELECT k FROM v WHERE b = ?`, again)).toEqual([{ k: 3 }]);
+      });
+
+      it('a view into a larger buffer binds only its own bytes', () => {
+        const buffer = new Uint8Array([9, 9, 1, 2, 3, 9, 9]);
+        s.run(`INSERT INTO v (k, b) VALUES (1, ?)`, buffer.subarray(2, 5));
+        expectSameBytes(bytes(s.exec<{ b: SqlValue }>(`SELECT b FROM v`)[0]!.b), new Uint8Array([1, 2, 3]));
+      });
+    });
+
+    describe('run', () => {
+      it('answers the number of rows changed', () => {
+        expect(s.run(`INSERT INTO t (name, n) VALUES (?, ?)`, 'a', 1)).toBe(1);
+        expect(s.run(`INSERT INTO t (name, n) VALUES (?, ?), (?, ?), (?, ?)`, 'b', 1, 'c', 2, 'd', 2)).toBe(3);
+        expect(s.run(`UPDATE t SET n = n + 10 WHERE n = ?`, 1)).toBe(2);
+        expect(s.run(`UPDATE t SET n = 0 WHERE name = ?`, 'absent')).toBe(0);
+        expect(s.run(`INSERT OR IGNORE INTO t (name) VALUES (?)`, 'a')).toBe(0);
+        expect(s.run(`DELETE FROM t WHERE n >= ?`, 2)).toBe(4);
+        expect(s.run(`DELETE FROM t`)).toBe(0);
+      });
+
+      it('counts inside transactions like outside', () => {
+        s.transaction(() => {
+          expect(s.run(`INSERT INTO t (name) VALUES (?), (?)`, 'a', 'b')).toBe(2);
+          expect(s.run(`UPDATE t SET n = 1`)).toBe(2);
+        });
+        expect(s.run(`DELETE FROM t WHERE name = ?`, 'a')).toBe(1);
+      });
+    });
+
+    describe('RETURNING', () => {
+      it('exec answers the rows of INSERT/UPDATE/DELETE … RETURNING', () => {
+        const inserted = s.exec<{ id: number; name: string }>(
+          `INSERT INTO t (name, n) VALUES (?, ?), (?, ?) RETURNING id, name`,
+          'a',
+          1,
+          'b',
+          2,
+        );
+        expect(inserted.map((r) => r.name)).toEqual(['a', 'b']);
+        expect(inserted[1]!.id).toBeGreaterThan(inserted[0]!.id);
+        expect(s.exec(`UPDATE t SET n = n * 10 WHERE name = ? RETURNING n`, 'b')).toEqual([{ n: 20 }]);
+        expect(s.exec(`DELETE FROM t WHERE name = ? RETURNING name`, 'a')).toEqual([{ name: 'a' }]);
+        expect(names(s)).toEqual(['b']);
+      });
+
+      it('works inside a transaction, and a rollback undoes it', () => {
+        const id = s.transaction(() => s.exec<{ id: number }>(`INSERT INTO t (name) VALUES (?) RETURNING id`, 'kept')[0]!.id);
+        expect(s.exec(`SELECT name FROM t WHERE id = ?`, id)).toEqual([{ name: 'kept' }]);
+        expect(() =>
+          s.transaction(() => {
+            s.exec(`INSERT INTO t (name) VALUES (?) RETURNING id`, 'dropped');
+            throw new Boom('no');
+          }),
+        ).toThrow(Boom);
+        expect(names(s)).toEqual(['kept']);
+      });
+    });
+
+    describe('statements are reusable', () => {
+      it('the same statement text runs many times with different parameters', () => {
+        for (let i = 0; i < 50; i++) s.run(`INSERT INTO t (name, n) VALUES (?, ?)`, `n${i}`, i);
+        for (let i = 0; i < 50; i++) {
+          expect(s.exec(`SELECT name FROM t WHERE n = ?`, i)).toEqual([{ name: `n${i}` }]);
+        }
+        expect(count(s)).toBe(50);
+      });
+
+      it('a statement that failed runs again, and a half-read statement does not leak into the next call', () => {
+        s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+        expect(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'a')).toThrow();
+        expect(s.run(`INSERT INTO t (name) VALUES (?)`, 'b')).toBe(1);
+        // Same SELECT text, nested in time: each call answers its own complete result.
+        const outer = s.exec<{ name: string }>(`SELECT name FROM t WHERE name >= ? ORDER BY name`, 'a');
+        const inner = s.exec<{ name: string }>(`SELECT name FROM t WHERE name >= ? ORDER BY name`, 'b');
+        expect(outer.map((r) => r.name)).toEqual(['a', 'b']);
+        expect(inner.map((r) => r.name)).toEqual(['b']);
+      });
+
+      it('parameters of one call do not stick to the next', () => {
+        expect(s.exec(`SELECT ? AS a, ? AS b`, 1, 'x')).toEqual([{ a: 1, b: 'x' }]);
+        expect(s.exec(`SELECT ? AS a, ? AS b`, null, 2)).toEqual([{ a: null, b: 2 }]);
+      });
+
+      it('the same text is usable inside and outside transactions', () => {
+        const insert = `INSERT INTO t (name) VALUES (?)`;
+        s.run(insert, 'out1');
+        s.transaction(() => s.run(insert, 'in'));
+        expect(() =>
+          s.transaction(() => {
+            s.run(insert, 'rolled back');
+            throw new Boom('x');
+          }),
+        ).toThrow(Boom);
+        s.run(insert, 'out2');
+        expect(names(s)).toEqual(['out1', 'in', 'out2']);
+      });
+    });
+
+    describe('transaction', () => {
+      it('answers the value of fn, and its writes are visible to every later exec at once', () => {
+        const result = s.transaction(() => {
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+          // Writes are visible inside the transaction too.
+          expect(names(s)).toEqual(['a']);
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'b');
+          return { ok: true };
+        });
+        expect(result).toEqual({ ok: true });
+        expect(names(s)).toEqual(['a', 'b']);
+      });
+
+      it('a throwing fn rolls back every one of its statements and rethrows the same error', () => {
+        s.run(`INSERT INTO t (name, n) VALUES (?, ?)`, 'before', 1);
+        const error = new Boom('fn failed');
+        let caught: unknown;
+        try {
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+            s.run(`UPDATE t SET n = 99`);
+            s.run(`DELETE FROM t WHERE name = ?`, 'before');
+            s.run(`CREATE TABLE made_inside (x)`);
+            throw error;
+          });
+        } catch (e) {
+          caught = e;
+        }
+        expect(caught).toBe(error);
+        expect(s.exec(`SELECT name, n FROM t`)).toEqual([{ name: 'before', n: 1 }]);
+        expect(s.exec(`SELECT name FROM sqlite_master WHERE name = 'made_inside'`)).toEqual([]);
+      });
+
+      it('an SQL error inside fn rolls back the earlier statements and propagates', () => {
+        s.run(`INSERT INTO t (name) VALUES (?)`, 'taken');
+        expect(() =>
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'fresh');
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'taken');
+          }),
+        ).toThrow(/UNIQUE/i);
+        expect(names(s)).toEqual(['taken']);
+      });
+
+      it('a non-Error thrown value propagates as is', () => {
+        const thrown = { code: 'not an error' };
+        let caught: unknown;
+        try {
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+            throw thrown;
+          });
+        } catch (e) {
+          caught = e;
+        }
+        expect(caught).toBe(thrown);
+        expect(count(s)).toBe(0);
+      });
+
+      it('works normally after a rolled-back transaction, many times over', () => {
+        for (let i = 0; i < 20; i++) {
+          expect(() =>
+            s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, `bad${i}`);
+              throw new Boom(String(i));
+            }),
+          ).toThrow(Boom);
+          s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, `good${i}`));
+        }
+        expect(names(s)).toEqual(Array.from({ length: 20 }, (_, i) => `good${i}`));
+      });
+
+      it('nested transactions are savepoints: a failed inner one caught by the outer keeps the outer writes', () => {
+        s.transaction(() => {
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'outer-before');
+          const error = new Boom('inner');
+          let caught: unknown;
+          try {
+            s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'inner');
+              s.run(`UPDATE t SET n = 7 WHERE name = ?`, 'outer-before');
+              throw error;
+            });
+          } catch (e) {
+            caught = e;
+          }
+          expect(caught).toBe(error);
+          expect(s.exec(`SELECT name, n FROM t`)).toEqual([{ name: 'outer-before', n: null }]);
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'outer-after');
+        });
+        expect(names(s)).toEqual(['outer-before', 'outer-after']);
+      });
+
+      it('a successful inner transaction is undone when its outer one fails', () => {
+        expect(() =>
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'outer');
+            const inner = s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'inner');
+              return 'inner result';
+            });
+            expect(inner).toBe('inner result');
+            throw new Boom('outer');
+          }),
+        ).toThrow(Boom);
+        expect(count(s)).toBe(0);
+      });
+
+      it('nests several levels deep, each level rolling back alone', () => {
+        s.transaction(() => {
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'L1');
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'L2');
+            try {
+              s.transaction(() => {
+                s.run(`INSERT INTO t (name) VALUES (?)`, 'L3');
+                s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'L4'));
+                throw new Boom('L3');
+              });
+            } catch (e) {
+              if (!(e instanceof Boom)) throw e;
+            }
+            s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'L3b'));
+          });
+          try {
+            s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'L2b');
+              throw new Boom('L2b');
+            });
+          } catch (e) {
+            if (!(e instanceof Boom)) throw e;
+          }
+        });
+        expect(names(s)).toEqual(['L1', 'L2', 'L3b']);
+      });
+
+      it('an inner SQL error caught by the outer transaction leaves the outer usable', () => {
+        s.run(`INSERT INTO t (name) VALUES (?)`, 'taken');
+        s.transaction(() => {
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'a');
+          expect(() =>
+            s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'b');
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'taken');
+            }),
+          ).toThrow(/UNIQUE/i);
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'c');
+        });
+        expect(names(s)).toEqual(['taken', 'a', 'c']);
+      });
+
+      it('the epoch does not move while commits succeed', async () => {
+        const epoch = s.epoch;
+        expect(typeof epoch).toBe('number');
+        for (let i = 0; i < 5; i++) s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, `e${i}`));
+        await s.flush();
+        expect(s.epoch).toBe(epoch);
+      });
+    });
+
+    describe('flush', () => {
+      it('resolves after committed transactions, which stay visible', async () => {
+        for (let i = 0; i < 10; i++) s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, `f${i}`));
+        await expect(s.flush()).resolves.toBeUndefined();
+        expect(count(s)).toBe(10);
+        // Writes after a flush are covered by the next one.
+        s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'later'));
+        await s.flush();
+        expect(count(s)).toBe(11);
+      });
+
+      it('resolves when nothing was written, without waiting for another turn', async () => {
+        await expect(Promise.race([s.flush().then(() => 'flushed' as const), nextTurn()])).resolves.toBe('flushed');
+        s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'x'));
+        await s.flush();
+        await expect(Promise.race([s.flush().then(() => 'flushed' as const), nextTurn()])).resolves.toBe('flushed');
+      });
+
+      it('resolves after a transaction that rolled back', async () => {
+        s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, 'kept'));
+        expect(() =>
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'dropped');
+            throw new Boom('x');
+          }),
+        ).toThrow(Boom);
+        await expect(s.flush()).resolves.toBeUndefined();
+        expect(names(s)).toEqual(['kept']);
+      });
+
+      it('concurrent flushes all resolve', async () => {
+        const flushes: Promise<void>[] = [];
+        for (let i = 0; i < 5; i++) {
+          s.transaction(() => s.run(`INSERT INTO t (name) VALUES (?)`, `c${i}`));
+          flushes.push(s.flush());
+        }
+        await expect(Promise.all(flushes)).resolves.toHaveLength(5);
+        expect(count(s)).toBe(5);
+      });
+    });
+
+    describe('close', () => {
+      it('refuses transactions after close, and close is idempotent', () => {
+        s.close();
+        expect(() => s.transaction(() => 1)).toThrow();
+        expect(() => s.close()).not.toThrow();
+      });
+    });
+
+    describe('durability across close and reopen', () => {
+      it('committed and flushed data survives; rolled-back data does not', async (ctx) => {
+        if (!under.reopen) {
+          ctx.skip();
+          return;
+        }
+        s.transaction(() => {
+          s.run(`INSERT INTO t (name, n) VALUES (?, ?)`, 'a', Number.MAX_SAFE_INTEGER);
+          s.run(`CREATE TABLE blobs (b BLOB)`);
+          s.run(`INSERT INTO blobs (b) VALUES (?)`, new Uint8Array([1, 2, 3]));
+        });
+        expect(() =>
+          s.transaction(() => {
+            s.run(`INSERT INTO t (name) VALUES (?)`, 'rolled back');
+            throw new Boom('x');
+          }),
+        ).toThrow(Boom);
+        s.transaction(() => {
+          s.run(`INSERT INTO t (name) VALUES (?)`, 'b');
+          try {
+            s.transaction(() => {
+              s.run(`INSERT INTO t (name) VALUES (?)`, 'inner rolled back');
+              throw new Boom('inner');
+            });
+          } catch (e) {
+            if (!(e instanceof Boom)) throw e;
+          }
+        });
+        s.run(`INSERT INTO t (name) VALUES (?)`, 'outside');
+        await s.flush();
+        const again = await reopen();
+        expect(again.exec(`SELECT name, n FROM t ORDER BY id`)).toEqual([
+          { name: 'a', n: Number.MAX_SAFE_INTEGER },
+          { name: 'b', n: null },
+          { name: 'outside', n: null },
+        ]);
+        expectSameBytes(bytes(again.exec<{ b: SqlValue }>(`SELECT b FROM blobs`)[0]!.b), new Uint8Array([1, 2, 3]));
+        // The reopened storage is fully usable.
+        again.transaction(() => again.run(`INSERT INTO t (name) VALUES (?)`, 'c'));
+        await again.flush();
+        const third = await reopen();
+        expect(names(third)).toEqual(['a', 'b', 'outside', 'c']);
+      });
+
+      it('many small flushed transactions all survive', async (ctx) => {
+        if (!under.reopen) {
+          ctx.skip();
+          return;
+        }
+        for (let round = 0; round < 5; round++) {
+          for (let i = 0; i < 20; i++) s.transaction(() => s.run(`INSERT INTO t (name, n) VALUES (?, ?)`, `r${round}-${i}`, i));
+          await s.flush();
+        }
+        const again = await reopen();
+        expect(count(again)).toBe(100);
+      });
+    });
+  });
+}
