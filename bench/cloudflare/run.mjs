@@ -15,14 +15,14 @@
  * - copy 1 -> 1: the same one-stream load with a copy subscription to a receiving stream;
  *   copies committed inside the window count, after waiting for the receiver to catch up.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { Miniflare } from 'miniflare';
 import { runLoad } from '../append/loadgen.mjs';
-import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { CLI, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { call, fmtMs, fmtN, machineInfo, median, writeResult } from '../lib/report.mjs';
 
 const usage = `Usage: node bench/cloudflare/run.mjs [options]   (npm run bench:cloudflare -- [options])
 
@@ -63,17 +63,6 @@ const SOURCE = '/bench/src';
 const RECEIVER = '/bench/dst';
 const CATCH_UP_MS = 180_000;
 const WORKER_BUNDLE = join(root, 'packages/server/dist/worker/index.js');
-
-async function call(url, method, path, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const streamUrl = (path) => `/v1/streams${path}`;
 
@@ -170,24 +159,13 @@ async function measure(host, name, round) {
   }
 }
 
-const median = (values) => {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
-};
-const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
-const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(1) : Math.round(n).toString()) : '-');
 
 async function main() {
   execFileSync(process.execPath, [join(root, 'scripts/build-worker.mjs')], { stdio: 'inherit' });
   const startedAt = new Date();
   const machine = {
-    date: startedAt.toISOString(),
-    nproc: os.availableParallelism?.() ?? os.cpus().length,
-    cpuModel: cpuModel(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}`,
+    ...machineInfo(startedAt),
     miniflare: JSON.parse(readFileSync(join(root, 'node_modules/miniflare/package.json'), 'utf8')).version,
-    git: gitState(),
   };
   console.log(`bench/cloudflare on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, miniflare ${machine.miniflare}, ${cfg.clients} clients`);
   const runs = [];
@@ -225,10 +203,7 @@ async function main() {
     console.log(`| ${s.title} | ${fmtN(s.nodeEventsPerSec)} | ${fmtN(s.workerEventsPerSec)} | ${s.ratio.toFixed(2)} | ${fmtMs(s.nodeP99ms)} / ${fmtMs(s.workerP99ms)} |`);
   }
   if (!flags['no-write']) {
-    const out = flags.out ?? join(root, 'bench/results', `cloudflare-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ machine, config: cfg, summary, runs }, null, 2)}\n`);
-    console.log(`\nwrote ${relative(process.cwd(), out)}`);
+    writeResult('cloudflare', startedAt, { machine, config: cfg, summary, runs }, flags.out);
   }
 }
 

@@ -13,13 +13,12 @@
  * commit time (both `createdAt`, one clock); throughput counts copies committed inside the
  * measured window.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { runLoad } from '../append/loadgen.mjs';
-import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { CLI, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { call, fmtMs, fmtN, fmtX, machineInfo, median, writeResult } from '../lib/report.mjs';
 
 const usage = `Usage: node bench/copy/run.mjs [options]   (npm run bench:copy -- [options])
 
@@ -62,17 +61,6 @@ if (cfg.durability !== 'full' && cfg.durability !== 'relaxed') throw new Error(`
 const freshDir = tempFolders('rivulet-bench-copy-');
 const SOURCE = '/bench/src';
 const CATCH_UP_MS = 120_000;
-
-async function call(url, method, path, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const streamUrl = (path) => `/v1/streams${path}`;
 
@@ -212,26 +200,11 @@ const SCENARIOS = {
   },
 };
 
-const median = (values) => {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
-};
-const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
-const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(1) : Math.round(n).toString()) : '-');
-const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
 
 async function main() {
   const startedAt = new Date();
   const wall0 = performance.now();
-  const machine = {
-    date: startedAt.toISOString(),
-    nproc: os.availableParallelism?.() ?? os.cpus().length,
-    cpuModel: cpuModel(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}`,
-    loadavgAtStart: os.loadavg(),
-    git: gitState(),
-  };
+  const machine = machineInfo(startedAt);
   console.log(`bench/copy on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, durability ${cfg.durability}, ${cfg.clients} source clients`);
   const runs = [];
   for (let round = 0; round < cfg.rounds; round++) {
@@ -295,10 +268,7 @@ async function main() {
   const wallSeconds = (performance.now() - wall0) / 1000;
   console.log(`\n${Math.round(wallSeconds)} s; load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   if (!flags['no-write']) {
-    const out = flags.out ?? join(root, 'bench', 'results', `copy-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ bench: 'copy', machine, config: { ...cfg, quick: flags.quick }, summary, targets, runs, wallSeconds }, null, 2)}\n`);
-    console.log(`results: ${relative(process.cwd(), out)}`);
+    writeResult('copy', startedAt, { machine, config: { ...cfg, quick: flags.quick }, summary, targets, runs, wallSeconds }, flags.out);
   }
 }
 

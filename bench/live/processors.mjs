@@ -15,12 +15,11 @@
  * sets.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { CLI, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { call, machineInfo, median, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const HOST = join(here, 'processor-host.mjs');
@@ -44,17 +43,6 @@ const cfg = {
   rounds: Number(flags.rounds ?? (flags.quick ? 1 : 3)),
 };
 const freshDir = tempFolders('rivulet-bench-processors-');
-
-async function call(url, method, path, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const PAYLOAD = { user: 'u-00042', text: 'the quick brown fox jumps over the lazy dog 0123456789', n: 0 };
 
@@ -155,13 +143,8 @@ async function bareRound(durability, round) {
   return { durability, round, events: Number(n), seconds: Number(ms) / 1000, eventsPerSecond: Math.round(Number(n) / (Number(ms) / 1000)) };
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-};
-
 const startedAt = new Date();
-const machine = { date: startedAt.toISOString(), nproc: os.availableParallelism?.() ?? os.cpus().length, cpuModel: cpuModel(), node: process.version, git: gitState() };
+const machine = machineInfo(startedAt);
 console.log(`bench/live processors on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}; ${cfg.events} events, ${cfg.rounds} round(s)`);
 const folds = [];
 const bare = [];
@@ -184,8 +167,5 @@ for (const durability of ['full', 'relaxed']) {
 }
 console.log('median events/s:', JSON.stringify(summary));
 if (!flags['no-write']) {
-  const out = flags.out ?? join(root, 'bench', 'results', `processors-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ bench: 'live-processors', machine, config: { ...cfg, quick: flags.quick }, summary, folds, bare }, null, 2)}\n`);
-  console.log(`results: ${relative(process.cwd(), out)}`);
+  writeResult('processors', startedAt, { machine, config: { ...cfg, quick: flags.quick }, summary, folds, bare }, flags.out);
 }

@@ -9,17 +9,18 @@
  * The run is made of parts, each a function in PARTS below that answers its rows, targets and raw
  * figures; `--only NAME` runs one. Part "callbacks" (issue 5): append → live callback latency with
  * 1 and with 100 connections, opened by a separate client process over RPC (watcher.mjs), and in
- * the same run the SSE tail's latency as the baseline. A second part (processor folding
- * throughput) is meant to be added beside it.
+ * the same run the SSE tail's latency as the baseline, and the CPU time each side spends per
+ * probe. Processor folding throughput is measured by processors.mjs beside it.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { CLI, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { call, fmtMs, machineInfo, median, table, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -32,6 +33,7 @@ const usage = `Usage: node bench/live/run.mjs [options]   (npm run bench:live --
   --connections LIST   connection counts to measure (default 1,100)
   --durability MODE    full | relaxed (default full)
   --only PART          run one part (callbacks)
+  --profile            CPU profiles of the server and the watcher (bench/results/profiles/)
   --out FILE           JSON result file (default bench/results/live-<timestamp>.json)
   --no-write           do not write the JSON result file
   -h, --help           this text`;
@@ -46,6 +48,7 @@ const { values: flags } = parseArgs({
     durability: { type: 'string', default: 'full' },
     only: { type: 'string' },
     out: { type: 'string' },
+    profile: { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -64,30 +67,21 @@ const cfg = {
 if (cfg.durability !== 'full' && cfg.durability !== 'relaxed') throw new Error(`unknown durability ${cfg.durability}`);
 
 const freshDir = tempFolders('rivulet-bench-live-');
+const profileDir = join(root, 'bench', 'results', 'profiles');
+/** Node flags of a child: a CPU profile named after it with --profile. */
+function profileArgs(label) {
+  if (!flags.profile) return [];
+  mkdirSync(profileDir, { recursive: true });
+  return ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `live-${label}-${Date.now()}.cpuprofile`];
+}
 
 // ------------------------------------------------------------------ shared helpers
 
-async function call(url, method, path, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
-
-const median = (values) => {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
-};
-const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '-');
 
 /** A child that prints "listening on …" when ready, then lines; stdin stays open for commands. */
 function startChild(script, args, label) {
   return new Promise((resolvePromise, reject) => {
-    const child = track(spawn(process.execPath, [script, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] }));
+    const child = track(spawn(process.execPath, [...profileArgs(label), script, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] }));
     const lines = [];
     const waiters = new Set();
     let buffer = '';
@@ -142,7 +136,7 @@ const LIVE_PATH = '/bench/live';
 
 /** One measurement: a fresh server, a watcher process with `n` connections and an SSE tail, paced probes. */
 async function measureCallbacks(n, round) {
-  const server = await startServer([CLI, 'serve', '--port', '0', '--data', freshDir(`live-${n}-r${round}`), '--durability', cfg.durability], 'rivulet');
+  const server = await startServer([...profileArgs(`server-${n}`), CLI, 'serve', '--port', '0', '--data', freshDir(`live-${n}-r${round}`), '--durability', cfg.durability], 'rivulet');
   let watcher;
   try {
     await call(server.url, 'POST', `/v1/streams${LIVE_PATH}`, { type: 'bench/setup' });
@@ -155,6 +149,7 @@ async function measureCallbacks(n, round) {
     );
     // Paced (open-loop) appends: one probe every interval, each sent without waiting for the last.
     const sends = [];
+    const cpu0 = { server: procCpuMs(server.child.pid), watcher: procCpuMs(watcher.child.pid) };
     const t0 = performance.now();
     for (let i = 0; i < cfg.probes; i++) {
       const due = t0 + i * cfg.intervalMs;
@@ -165,10 +160,17 @@ async function measureCallbacks(n, round) {
     }
     await Promise.all(sends);
     await watcher.waitFor((lines) => lines.includes('DONE'));
+    // CPU per probe: steadier than latency on a shared machine, and it shows which side pays.
+    const cpu = {
+      serverUsPerProbe: ((procCpuMs(server.child.pid) - cpu0.server) * 1000) / cfg.probes,
+      watcherUsPerProbe: ((procCpuMs(watcher.child.pid) - cpu0.watcher) * 1000) / cfg.probes,
+    };
     watcher.send('REPORT');
     const line = await watcher.waitFor((lines) => lines.find((l) => l.startsWith('RESULT ')));
     const result = JSON.parse(line.slice('RESULT '.length));
-    return { connections: n, round, live: result.live, sse: result.sse };
+    // The watcher exits by itself after its report; a profile is written only on that exit.
+    if (flags.profile) await new Promise((r) => (watcher.child.exitCode !== null ? r() : watcher.child.once('exit', r)));
+    return { connections: n, round, live: result.live, sse: result.sse, cpu };
   } finally {
     watcher?.child.kill('SIGTERM');
     await stopServer(server);
@@ -185,7 +187,8 @@ async function partCallbacks() {
       console.log(
         `  ${String(n).padStart(3)} connection(s) r${round}: live p50 ${fmtMs(r.live.fromCreatedAt.p50)} p99 ${fmtMs(r.live.fromCreatedAt.p99)} ms` +
           ` (send->callback p50 ${fmtMs(r.live.fromSent.p50)} p99 ${fmtMs(r.live.fromSent.p99)})` +
-          `   SSE p50 ${fmtMs(r.sse.fromCreatedAt.p50)} p99 ${fmtMs(r.sse.fromCreatedAt.p99)} ms`,
+          `   SSE p50 ${fmtMs(r.sse.fromCreatedAt.p50)} p99 ${fmtMs(r.sse.fromCreatedAt.p99)} ms` +
+          `   CPU/probe server ${Math.round(r.cpu.serverUsPerProbe)} µs, watcher ${Math.round(r.cpu.watcherUsPerProbe)} µs`,
       );
     }
   }
@@ -202,12 +205,14 @@ async function partCallbacks() {
       sseP50: pick((r) => r.sse.fromCreatedAt.p50),
       sseP99: pick((r) => r.sse.fromCreatedAt.p99),
       samples: rs.reduce((k, r) => k + r.live.fromCreatedAt.count, 0),
+      serverUsPerProbe: pick((r) => r.cpu.serverUsPerProbe),
+      watcherUsPerProbe: pick((r) => r.cpu.watcherUsPerProbe),
     };
   }
-  const header = ['connections', 'callback p50 ms', 'p99 ms', 'max ms', 'send->callback p50/p99 ms', 'SSE tail p50 ms', 'SSE p99 ms', 'samples'];
+  const header = ['connections', 'callback p50 ms', 'p99 ms', 'max ms', 'send->callback p50/p99 ms', 'SSE tail p50 ms', 'SSE p99 ms', 'samples', 'CPU µs/probe server/watcher'];
   const rows = cfg.connections.map((n) => {
     const s = summary[n];
-    return [String(n), fmtMs(s.liveP50), fmtMs(s.liveP99), fmtMs(s.liveMax), `${fmtMs(s.sentP50)}/${fmtMs(s.sentP99)}`, fmtMs(s.sseP50), fmtMs(s.sseP99), String(s.samples)];
+    return [String(n), fmtMs(s.liveP50), fmtMs(s.liveP99), fmtMs(s.liveMax), `${fmtMs(s.sentP50)}/${fmtMs(s.sentP99)}`, fmtMs(s.sseP50), fmtMs(s.sseP99), String(s.samples), `${Math.round(s.serverUsPerProbe)}/${Math.round(s.watcherUsPerProbe)}`];
   });
   const targets = [];
   const hundred = summary[100];
@@ -225,6 +230,7 @@ async function partCallbacks() {
     notes: [
       'medians over rounds of each measurement\'s percentiles; createdAt has millisecond resolution (truncated), so the createdAt columns read up to 1 ms high',
       'send->callback: from the driver writing the append request to the callback, sub-millisecond clock (includes HTTP, commit and fsync)',
+      'CPU µs/probe: CPU time of the server and of the watcher process (every connection and the SSE tail) per probe event, from /proc',
     ],
     summary,
     targets,
@@ -239,24 +245,10 @@ const PARTS = {
   callbacks: partCallbacks,
 };
 
-function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
-}
-
 async function main() {
   const startedAt = new Date();
   const wall0 = performance.now();
-  const machine = {
-    date: startedAt.toISOString(),
-    nproc: os.availableParallelism?.() ?? os.cpus().length,
-    cpuModel: cpuModel(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}`,
-    loadavgAtStart: os.loadavg(),
-    git: gitState(),
-  };
+  const machine = machineInfo(startedAt);
   console.log(`bench/live on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, durability ${cfg.durability}`);
   const names = flags.only ? [flags.only] : Object.keys(PARTS);
   const parts = {};
@@ -273,10 +265,7 @@ async function main() {
   const wallSeconds = (performance.now() - wall0) / 1000;
   console.log(`\n${Math.round(wallSeconds)} s; load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   if (!flags['no-write']) {
-    const out = flags.out ?? join(root, 'bench', 'results', `live-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ bench: 'live', machine, config: { ...cfg, quick: flags.quick }, parts, wallSeconds }, null, 2)}\n`);
-    console.log(`results: ${relative(process.cwd(), out)}`);
+    writeResult('live', startedAt, { machine, config: { ...cfg, quick: flags.quick }, parts, wallSeconds }, flags.out);
   }
 }
 
