@@ -26,6 +26,9 @@ const workerE2e = [
   'webhooks-delivery',
   'rpc-itx-call',
   'rpc-itx-runs',
+  'live-connections',
+  'processors',
+  'processors-crash',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

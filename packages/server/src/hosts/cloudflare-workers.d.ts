@@ -16,6 +16,13 @@ declare module 'cloudflare:workers' {
     blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>;
   }
 
+  /**
+   * A class whose instances cross Workers RPC by reference: the receiver gets a stub whose method
+   * calls come back here; `[Symbol.dispose]` runs once every stub of it is released (or its
+   * caller's side of the connection broke).
+   */
+  export abstract class RpcTarget {}
+
   export abstract class DurableObject<Env = unknown> {
     protected readonly ctx: DurableObjectState;
     protected readonly env: Env;

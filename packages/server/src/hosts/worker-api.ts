@@ -10,8 +10,27 @@
  * only — the trusted-sender rule of the design page ("only trusted stream delivery may append
  * source.copiedFrom").
  */
-import type { CommittedEvent, EventInput, ListResponse, StreamListEntry, StreamStateResponse, SubscribeToEventsFromBody } from '@rivulet/contract';
+import type {
+  CommittedEvent,
+  ConnectionBatch,
+  ConnectionClosed,
+  ConnectionCloseReason,
+  EventInput,
+  ItxExpression,
+  ListResponse,
+  OpenConnectionOptions,
+  ProcessorBatch,
+  ProcessorWakeRequest,
+  StreamListEntry,
+  StreamStateResponse,
+  SubscribeToEventsFromBody,
+  WaitForEventBody,
+  WaitForEventResponse,
+} from '@rivulet/contract';
 import type { CopyBatch } from '../core/copy-builder.js';
+import type { FailureKind } from '../core/ladder.js';
+import type { WakeAnswer } from '../core/processor-wake.js';
+import type { HostedFailure } from '../engine/delivery/processor-driver.js';
 import type { ReadRawResult } from '../engine/actor.js';
 import type { SubscribeResult } from '../engine/commands.js';
 import type { ListOptions, ReadOptions } from '../engine/service.js';
@@ -31,6 +50,34 @@ export interface StreamSummary {
 }
 
 type P = string | null;
+
+/**
+ * A function passed by reference over Durable Object RPC, as the object that received it holds
+ * it: a stub whose calls run in the object that passed it. A stub received as an argument is
+ * released when that call returns; `dup()` keeps one past it, to be disposed when done.
+ */
+export interface RemoteFunction<A, R> {
+  (arg: A): Promise<R>;
+  dup(): RemoteFunction<A, R>;
+  [Symbol.dispose](): void;
+}
+
+/** The stream object's side of one open live connection, held by whoever opened it (the hub). */
+export interface ConnectionControlApi {
+  /** Closes it; false when it had already closed. */
+  close(reason: ConnectionCloseReason, error?: string): Promise<boolean>;
+  /** Answers once it closed, for whatever reason. */
+  whenClosed(): Promise<ConnectionClosed>;
+  /** Releasing the last stub of an open connection closes it (`session-ended`): its opener is gone. */
+  [Symbol.dispose](): void;
+}
+
+export interface OpenedConnection {
+  connectionKey: string;
+  /** The offset of its connection-opened fact. */
+  streamMaxOffset: number;
+  control: ConnectionControlApi;
+}
 
 export interface StreamObjectApi {
   append(projectId: P, path: string, inputs: readonly EventInput[]): Promise<Wire<CommittedEvent[]>>;
@@ -57,6 +104,21 @@ export interface StreamObjectApi {
   ): Promise<Wire<{ cursorSet: CommittedEvent; resumed: CommittedEvent | null }>>;
   /** Trusted: copies from another stream object's delivery (StreamDirectory port). */
   receiveCopies(projectId: P, path: string, batch: CopyBatch): Promise<Wire<CopyReceipt>>;
+  /**
+   * A live connection run by this object's engine (protocol §19). `processEventBatch` is passed by
+   * reference and called with each batch; its promise settling is the batch's delivery.
+   */
+  openConnection(
+    projectId: P,
+    path: string,
+    options: OpenConnectionOptions,
+    processEventBatch: (batch: ConnectionBatch) => Promise<void>,
+  ): Promise<Wire<OpenedConnection>>;
+  /** `waitForEvent` under the caller's `waitId`, which `cancelWait` names to cancel it. */
+  waitForEvent(projectId: P, path: string, body: WaitForEventBody, waitId: string): Promise<Wire<WaitForEventResponse>>;
+  cancelWait(projectId: P, path: string, waitId: string): Promise<Wire<boolean>>;
+  /** A processor host registered in the project: processor-wake rows backing off for want of one are due now. */
+  processorHostRegistered(projectId: P, path: string): Promise<Wire<void>>;
 }
 
 export interface IndexEntry {
@@ -90,9 +152,26 @@ export interface ItxDelivery {
 
 export type ItxOutcome = { ok: true } | { ok: false; kind: 'failing' | 'unavailable' | 'fatal'; error: string };
 
+/** The hub's side of one hosted processor connection: the host's processEventBatch, held in the hub. */
+export interface HostedCallableApi {
+  /** Calls processEventBatch; `batch.reportDeliveryResult` is passed by reference. Null once the call returned. */
+  send(batch: ProcessorBatch): Promise<HostedFailure | null>;
+  /** Answers the error once the host's session broke, or null once the connection was closed. */
+  whenBroken(): Promise<string | null>;
+  close(): Promise<void>;
+  [Symbol.dispose](): void;
+}
+
+/** What a processor wake through the hub answers (the driver's WakeOutcome, its callable a stub). */
+export type HubWakeOutcome =
+  | { ok: true; answer: WakeAnswer | null; callable: HostedCallableApi | undefined }
+  | { ok: false; kind: FailureKind; error: string };
+
 export interface HubObjectApi {
   fetch(request: Request): Promise<Response>;
   deliverItx(delivery: ItxDelivery): Promise<ItxOutcome>;
+  /** Evaluates a processor-wake expression against the project's root and calls it (protocol §20.3). */
+  wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest): Promise<HubWakeOutcome>;
 }
 
 export type { ListResponse, StreamListEntry };

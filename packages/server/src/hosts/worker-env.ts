@@ -32,6 +32,7 @@ export interface WorkerEnv {
   RIVULET_RETRY_BASE_MS?: string;
   RIVULET_RETRY_MAX_MS?: string;
   RIVULET_DELIVERY_TIMEOUT_MS?: string;
+  RIVULET_PROCESSOR_IDLE_MS?: string;
   RIVULET_MAX_EVENT_BYTES?: string;
   RIVULET_MAX_BODY_BYTES?: string;
   RIVULET_MAX_CORE_STATE_BYTES?: string;
@@ -92,6 +93,7 @@ export function engineConfigOf(env: WorkerEnv): EngineConfig {
     retryBaseMs: int(env, 'RIVULET_RETRY_BASE_MS', defaultEngineConfig.retryBaseMs),
     retryMaxMs: int(env, 'RIVULET_RETRY_MAX_MS', defaultEngineConfig.retryMaxMs),
     deliveryTimeoutMs: int(env, 'RIVULET_DELIVERY_TIMEOUT_MS', defaultEngineConfig.deliveryTimeoutMs),
+    processorIdleMs: int(env, 'RIVULET_PROCESSOR_IDLE_MS', defaultEngineConfig.processorIdleMs),
     allowPrivateWebhooks: bool(env, 'RIVULET_ALLOW_PRIVATE_WEBHOOKS') ?? open,
   };
 }

@@ -1,27 +1,42 @@
 /**
  * The RPC hub of one project in the Worker host: the Durable Object that holds the project's RPC
- * sessions (`/v1/rpc`), the workers they register, and the ITX root that itx-call deliveries are
- * evaluated against. Registrations are capnweb stubs that live in the isolate holding the
- * session's WebSocket, so the sessions of a project and the deliveries that reach its workers must
- * meet in one object: stream objects send their itx-call batches here over Durable Object RPC, and
- * the hub runs the engine's own itx receiver on them (the same evaluation, authority and outcome
- * classification as the Node host). Stream methods reached over RPC go through the Worker host's
- * stream service, i.e. to the streams' own objects.
+ * sessions (`/v1/rpc`), the workers and processor hosts they register, and the ITX root that
+ * itx-call and processor-wake deliveries are evaluated against. Registrations are capnweb stubs
+ * that live in the isolate holding the session's WebSocket, so the sessions of a project and the
+ * deliveries that reach its workers must meet in one object: stream objects send their itx-call
+ * batches and processor wakes here over Durable Object RPC, and the hub runs the shared itx
+ * receiver and processor waker on them (the same evaluation, authority and outcome classification
+ * as the Node host; worker-processors.ts). Stream methods reached over RPC go through the Worker
+ * host's stream service, i.e. to the streams' own objects — live connections and waits too, whose
+ * engine runs in the stream's object while their callbacks stay here (worker-connections.ts).
+ *
+ * When a processor host registers, the streams whose wakes passed through this hub since the last
+ * registration are told, so that rows backing off for want of a host are tried at once (protocol
+ * §20.6). That memory is the hub's own: after the hub restarts, those rows wait out their backoff.
  *
  * Limits (docs/cloudflare.md §4.6): one hub per project serialises every RPC message and itx-call of that
  * project; accepted WebSockets keep the hub in memory (no hibernation: capnweb sessions are
  * in-memory state).
  */
+import type { ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
 import type { DeliveryContext } from '../engine/delivery/receiver.js';
+import type { ProcessorWaker } from '../engine/delivery/processor-driver.js';
 import { CallableRegistry } from '../engine/itx/worker-registry.js';
 import type { Principal } from '../http/auth.js';
 import type { ErrorLogger } from '../http/errors.js';
 import { itxReceiver } from '../rpc/itx-receiver.js';
+import { processorWaker } from '../rpc/processor-waker.js';
 import { ItxRoot, type ItxDeps } from '../rpc/root.js';
+import { SessionClosers } from '../rpc/session-closers.js';
 import { startRpcSession, type RpcSocket } from '../rpc/session.js';
-import type { ItxDelivery, ItxOutcome } from './worker-api.js';
-import type { WorkerEnv } from './worker-env.js';
+import type { HubWakeOutcome, ItxDelivery, ItxOutcome } from './worker-api.js';
+import { streamObjectName, type WorkerEnv } from './worker-env.js';
+import { HostedCallableTarget, plainValue } from './worker-processors.js';
 import { durableStreamService } from './worker-service.js';
+import { unwrap } from './worker-wire.js';
+
+/** Streams remembered for a processor host's registration (the oldest are forgotten beyond it). */
+const MAX_WAITING_STREAMS = 10_000;
 
 /** The header the Worker entry passes the authenticated principal in (never taken from a client). */
 export const PRINCIPAL_HEADER = 'x-rivulet-principal';
@@ -36,13 +51,24 @@ interface WebSocketPairConstructor {
 
 export class RpcHub {
   private readonly deps: ItxDeps;
+  private readonly waker: ProcessorWaker;
   private sessions = 0;
+  /** Paths of streams that woke a processor through this hub since the last registration. */
+  private readonly waking = new Set<string>();
 
   constructor(
-    env: WorkerEnv,
+    private readonly env: WorkerEnv,
     private readonly logger: ErrorLogger,
   ) {
-    this.deps = { service: durableStreamService(env), workers: new CallableRegistry('worker') };
+    const processors = new CallableRegistry('processor');
+    this.deps = {
+      service: durableStreamService(env),
+      workers: new CallableRegistry('worker'),
+      processors,
+      sessions: new SessionClosers(),
+    };
+    this.waker = processorWaker((projectId) => new ItxRoot({ projectId, sessionId: null, deps: this.deps }));
+    processors.onRegistered((projectId) => this.processorHostRegistered(projectId));
   }
 
   /** Accepts an RPC session over a WebSocket upgrade the Worker entry has authenticated. */
@@ -81,5 +107,30 @@ export class RpcHub {
       signal: new AbortController().signal,
     } as unknown as DeliveryContext;
     return receiver.deliver(ctx, delivery.events as Parameters<typeof receiver.deliver>[1]);
+  }
+
+  /** One processor wake of a stream object (protocol §20.3): the shared waker against this project's root. */
+  async wakeProcessor(projectId: string | null, path: string, expression: ItxExpression, request: ProcessorWakeRequest): Promise<HubWakeOutcome> {
+    this.waking.delete(path);
+    this.waking.add(path);
+    if (this.waking.size > MAX_WAITING_STREAMS) this.waking.delete(this.waking.values().next().value!);
+    const outcome = await this.waker.wake(projectId, expression, request);
+    if (!outcome.ok) return { ok: false, kind: outcome.kind, error: outcome.error };
+    const answer = outcome.answer && {
+      streamId: plainValue(outcome.answer.streamId),
+      checkpointOffset: plainValue(outcome.answer.checkpointOffset),
+    };
+    return { ok: true, answer, callable: outcome.callable && new HostedCallableTarget(outcome.callable) };
+  }
+
+  /** A processor host registered: the streams that woke processors here try their waiting rows now. */
+  private processorHostRegistered(projectId: string | null): void {
+    const paths = [...this.waking];
+    this.waking.clear();
+    for (const path of paths) {
+      unwrap(`stream ${path}`, () => this.env.STREAMS.getByName(streamObjectName(projectId, path)).processorHostRegistered(projectId, path)).catch(
+        (error: unknown) => this.logger.warn?.(`rivulet: could not tell ${path} that a processor host registered: ${String(error)}`),
+      );
+    }
   }
 }

@@ -7,11 +7,14 @@
  * items from the stream's object; cancelling it (the SSE client went away) ends the tail there.
  * Append requests are counted here, in the isolate that serves /metrics (as LocalStreamService
  * counts them in the Node host); what happens inside the stream objects is counted there.
+ * Live connections and waits run in the stream's object; their callbacks and cancellation stay
+ * with the caller (worker-connections.ts): a wait is cancelled by naming its id to the object.
  */
 import { RivuletError, canonicalizePath, type ListResponse, type StreamListEntry } from '@rivulet/contract';
 import type { ServerMetrics } from '../engine/metrics.js';
 import type { StreamService } from '../engine/service.js';
 import type { TailItem, TailOptions } from '../engine/tail.js';
+import { openRemoteConnection } from './worker-connections.js';
 import { projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
 import { unwrap } from './worker-wire.js';
 
@@ -97,5 +100,25 @@ export function durableStreamService(env: WorkerEnv, metrics?: ServerMetrics): S
     resumeSubscription: (projectId, path, body) => unwrap(at(path), () => object(projectId, path).resumeSubscription(projectId, path, body)),
     setSubscriptionCursorAndResume: (projectId, path, body) =>
       unwrap(at(path), () => object(projectId, path).setSubscriptionCursorAndResume(projectId, path, body)),
+    openConnection: (projectId, path, options, callback) =>
+      openRemoteConnection(
+        (forward) => unwrap(at(path), () => object(projectId, path).openConnection(projectId, path, options, forward)),
+        callback,
+      ),
+    async waitForEvent(projectId, path, body, signal) {
+      // One stub for both calls: calls on one stub reach the object in order, so a cancel never
+      // overtakes its wait.
+      const stub = object(projectId, path);
+      const waitId = crypto.randomUUID();
+      const waiting = unwrap(at(path), () => stub.waitForEvent(projectId, path, body, waitId));
+      const cancel = () => void stub.cancelWait(projectId, path, waitId).catch(() => undefined);
+      if (signal?.aborted) cancel();
+      else signal?.addEventListener('abort', cancel, { once: true });
+      try {
+        return await waiting;
+      } finally {
+        signal?.removeEventListener('abort', cancel);
+      }
+    },
   };
 }

@@ -2,7 +2,9 @@
  * What one stream's Durable Object runs: the same engine as the Node host, composed over the
  * Durable Object adapters — SQL storage (adapters/durable-object/do-storage.ts), the object's alarm
  * as the timer port, other streams reached through their objects (the StreamDirectory port over
- * Durable Object RPC), webhooks over fetch, itx-call through the project's RPC hub. The object
+ * Durable Object RPC), webhooks over fetch, itx-call and processor wakes through the project's RPC
+ * hub (worker-processors.ts). Live connections and waits run on the engine's ConnectionHub of this
+ * object, with callbacks and cancellation held by their caller (worker-connections.ts). The object
  * class (worker.ts) only forwards its RPC methods here.
  *
  * One object holds exactly one stream: the first call binds the object to its (project, path)
@@ -15,7 +17,15 @@
  * re-announces a lifetime the index may have missed (a crash between commit and announcement) on
  * the next call that touches the object.
  */
-import { RivuletError, canonicalizePath, type CoreState } from '@rivulet/contract';
+import {
+  RivuletError,
+  canonicalizePath,
+  type ConnectionBatch,
+  type CoreState,
+  type OpenConnectionOptions,
+  type WaitForEventBody,
+  type WaitForEventResponse,
+} from '@rivulet/contract';
 import { DurableObjectAlarms } from '../adapters/durable-object/do-alarm.js';
 import type { DoStorageApi } from '../adapters/durable-object/do-api.js';
 import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
@@ -33,9 +43,11 @@ import { StreamStore } from '../engine/stream-store.js';
 import type { ErrorLogger } from '../http/errors.js';
 import { systemClock, systemRandom } from '../ports/clock.js';
 import type { StreamDirectory } from '../ports/directory.js';
-import type { StreamSummary, TailRequest } from './worker-api.js';
+import type { OpenedConnection, RemoteFunction, StreamSummary, TailRequest } from './worker-api.js';
+import { ConnectionControl, heldCallback } from './worker-connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
 import { fetchOutbound } from './worker-outbound.js';
+import { hubProcessorWaker } from './worker-processors.js';
 import { unwrap } from './worker-wire.js';
 
 /** Slack added to an in-flight delivery's deadline before the safety alarm rings. */
@@ -103,6 +115,8 @@ export class StreamHost {
   private identity: { projectId: string | null; path: string } | null = null;
   /** The lifetime the project's index is known to list, when known. */
   private indexed: string | null | undefined = undefined;
+  /** Waits under way, by the caller's wait id (cancelWait). */
+  private readonly waits = new Map<string, AbortController>();
 
   constructor(private readonly deps: StreamHostDeps) {
     const { env, logger } = deps;
@@ -134,6 +148,7 @@ export class StreamHost {
         'itx-call': remoteItx(env),
         'webhook-post': webhooks(env, this.config),
       },
+      processorWaker: hubProcessorWaker(env),
       metrics,
       log,
     });
@@ -144,7 +159,7 @@ export class StreamHost {
       config: this.config,
       afterCommit: (actor, events) => this.delivery.poke(actor, events),
     });
-    this.service = new LocalStreamService(this.registry, this.store, metrics);
+    this.service = new LocalStreamService(this.registry, this.store, metrics, { log });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
   }
@@ -254,6 +269,52 @@ export class StreamHost {
       this.deps.logger.warn?.(`rivulet: could not remove ${path} from its project's index: ${String(error)}`);
     }
     return destroyed;
+  }
+
+  /**
+   * A live connection of this stream (worker-connections.ts): the engine's own, with a callback that
+   * calls the hub's function; the hub drives it through the ConnectionControl answered by reference.
+   */
+  async openConnection(
+    projectId: string | null,
+    path: string,
+    options: OpenConnectionOptions,
+    processEventBatch: RemoteFunction<ConnectionBatch, void>,
+  ): Promise<OpenedConnection> {
+    const held = heldCallback(processEventBatch);
+    try {
+      const handle = await this.call(projectId, path, (s) => s.openConnection(projectId, path, options, held.callback));
+      void handle.closed.then(held.release);
+      return { connectionKey: handle.connectionKey, streamMaxOffset: handle.streamMaxOffset, control: new ConnectionControl(handle) };
+    } catch (error) {
+      held.release();
+      throw error;
+    }
+  }
+
+  /** The engine's waitForEvent; `cancelWait(waitId)` cancels it (the HTTP client or RPC session went away). */
+  async waitForEvent(projectId: string | null, path: string, body: WaitForEventBody, waitId: string): Promise<WaitForEventResponse> {
+    const cancel = new AbortController();
+    this.waits.set(waitId, cancel);
+    try {
+      return await this.call(projectId, path, (s) => s.waitForEvent(projectId, path, body, cancel.signal));
+    } finally {
+      if (this.waits.get(waitId) === cancel) this.waits.delete(waitId);
+    }
+  }
+
+  cancelWait(waitId: string): boolean {
+    const cancel = this.waits.get(waitId);
+    cancel?.abort();
+    return cancel !== undefined;
+  }
+
+  /** A processor host registered in the project (worker-hub.ts): rows waiting for one are due now. */
+  processorHostRegistered(projectId: string | null, path: string): void {
+    const actor = this.bind(projectId, path);
+    if (!actor.exists) return;
+    this.delivery.processorHostRegistered(projectId);
+    this.delivery.poke(actor);
   }
 
   /** The object's alarm rang: whatever delivery is owed resumes (after an eviction too). */

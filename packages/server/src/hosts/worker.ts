@@ -7,11 +7,22 @@
  * - `StreamObject`: one per (project, canonical path), running one stream actor and its sender
  *   over the object's SQLite storage and alarm (worker-stream-host.ts);
  * - `IndexObject`: one per project, the stream listing (worker-index.ts);
- * - `HubObject`: one per project, RPC sessions, registered workers and itx-call (worker-hub.ts).
+ * - `HubObject`: one per project, RPC sessions, registered workers and processor hosts, itx-call
+ *   and processor wakes (worker-hub.ts); live connections keep their callbacks there and run in
+ *   the stream's object (worker-connections.ts).
  * Configuration comes from the bindings of wrangler.jsonc (worker-env.ts).
  */
 import { DurableObject } from 'cloudflare:workers';
-import { RivuletError, type EventInput, type SubscribeToEventsFromBody } from '@rivulet/contract';
+import {
+  RivuletError,
+  type ConnectionBatch,
+  type EventInput,
+  type ItxExpression,
+  type OpenConnectionOptions,
+  type ProcessorWakeRequest,
+  type SubscribeToEventsFromBody,
+  type WaitForEventBody,
+} from '@rivulet/contract';
 import type { Hono } from 'hono';
 import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
 import type { CopyBatch } from '../core/copy-builder.js';
@@ -21,7 +32,7 @@ import { createApp } from '../http/app.js';
 import { authenticate } from '../http/auth.js';
 import { consoleLogger, errorResponse } from '../http/errors.js';
 import { VERSION } from '../version.js';
-import type { IndexEntry, ItxDelivery, StreamObjectApi, TailRequest } from './worker-api.js';
+import type { IndexEntry, ItxDelivery, RemoteFunction, StreamObjectApi, TailRequest } from './worker-api.js';
 import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './worker-env.js';
 import { PRINCIPAL_HEADER, RpcHub } from './worker-hub.js';
 import { StreamIndex } from './worker-index.js';
@@ -139,6 +150,18 @@ export class StreamObject extends DurableObject<WorkerEnv> implements StreamObje
   receiveCopies(projectId: P, path: string, batch: CopyBatch) {
     return answer(logger, () => this.#host.call(projectId, path, (_s, actor) => actor.receiveCopies(batch)));
   }
+  openConnection(projectId: P, path: string, options: OpenConnectionOptions, processEventBatch: RemoteFunction<ConnectionBatch, void>) {
+    return answer(logger, () => this.#host.openConnection(projectId, path, options, processEventBatch));
+  }
+  waitForEvent(projectId: P, path: string, body: WaitForEventBody, waitId: string) {
+    return answer(logger, () => this.#host.waitForEvent(projectId, path, body, waitId));
+  }
+  cancelWait(_projectId: P, _path: string, waitId: string) {
+    return answer(logger, () => this.#host.cancelWait(waitId));
+  }
+  processorHostRegistered(projectId: P, path: string) {
+    return answer(logger, () => this.#host.processorHostRegistered(projectId, path));
+  }
   alarm(): void {
     this.#host.alarm();
   }
@@ -164,7 +187,7 @@ export class IndexObject extends DurableObject<WorkerEnv> {
   }
 }
 
-/** RPC sessions, registered workers and itx-call of one project (worker-hub.ts). */
+/** RPC sessions, registered workers and processor hosts, itx-call and processor wakes of one project (worker-hub.ts). */
 export class HubObject extends DurableObject<WorkerEnv> {
   readonly #hub: RpcHub;
 
@@ -178,5 +201,8 @@ export class HubObject extends DurableObject<WorkerEnv> {
   }
   deliverItx(delivery: ItxDelivery) {
     return this.#hub.deliverItx(delivery);
+  }
+  wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest) {
+    return this.#hub.wakeProcessor(projectId, path, expression, request);
   }
 }

@@ -314,7 +314,9 @@ describe('slow and overflowing callbacks', () => {
     const quick = new Sink();
     const slowHandle = await open(path, slow, { connectionKey: 'slow' });
     await open(path, quick, { connectionKey: 'quick' });
-    await eventually(() => slow.batches.length >= 1 && quick.batches.length >= 1, 'first batches');
+    // The slow one also receives the quick one's connection-opened fact: hold only after it, so that
+    // the held batch is the next append's on either host.
+    await eventually(() => quick.batches.length >= 1 && slow.events.some(isFact), 'first batches');
     slow.hold();
     const [held] = await server.api.append(path, { type: 'x' });
     await eventually(() => slow.pendingCalls === 1, 'the slow callback holding a batch');

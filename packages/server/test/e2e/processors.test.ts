@@ -2,16 +2,20 @@
  * End-to-end: hosted processors (SCENARIOS S41, S42; SEMANTICS §5.8; protocol §20) with a REAL
  * processor host process (test/fixtures/processor-host.mjs: the built SDK's serveProcessors, one
  * processor "ledger" folding `order` events into {count, total, offsets}, stored in its own SQLite
- * file). The server runs in this process and is restarted on the same data folder and port; the
- * host process is killed and started again on the same file.
+ * file). The server runs in this process (the Node host, or the Worker host under Miniflare with
+ * RIVULET_TEST_HOST=worker) and is restarted over the same storage and port; the host process is
+ * killed and started again on the same file.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@rivulet/client';
 import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node.js';
 import { Api } from '../helpers/http.js';
+import { TEST_HOST } from '../helpers/server.js';
 import { EventType, configured, eventually } from '../helpers/subscriptions.js';
+import { startWorkerHost } from '../helpers/worker-host.js';
 import { assertSdkBuilt } from '../fixtures/worker-process.js';
 import { foldLedger, killAllHosts, readStore, spawnProcessorHost, type HostProcess } from '../fixtures/processor-host-process.js';
 
@@ -27,24 +31,62 @@ const ledgerSubscription = (key = 'ledger', host = 'ledger') =>
 
 const order = (amount: number, extra: Record<string, unknown> = {}) => ({ type: 'order', payload: { amount }, ...extra });
 
+/** The server under test, restartable over its own storage and port (either host, RIVULET_TEST_HOST). */
+interface Server {
+  readonly url: string;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
 let dir: string;
-let dataDir: string;
-let server: RunningServer;
+let server: Server;
 let api: Api;
 const internal: string[] = [];
 const logger = { error: (message: string, error: unknown) => internal.push(`${message}: ${String(error)}`) };
 
-async function start(port = 0): Promise<void> {
-  server = await startNodeServer({ host: '127.0.0.1', port, data: dataDir, logger, ...KNOBS });
-  api = new Api(server.url);
+async function startServer(): Promise<Server> {
+  if (TEST_HOST === 'worker') {
+    const worker = await startWorkerHost(KNOBS);
+    return {
+      get url() {
+        return worker.url;
+      },
+      restart: () => worker.restart(),
+      close: () => worker.close(),
+    };
+  }
+  const dataDir = join(dir, 'data');
+  const start = (port: number) => startNodeServer({ host: '127.0.0.1', port, data: dataDir, logger, ...KNOBS });
+  let node: RunningServer = await start(0);
+  return {
+    get url() {
+      return node.url;
+    },
+    async restart() {
+      const port = node.port;
+      await node.close();
+      node = await start(port);
+    },
+    close: () => node.close(),
+  };
+}
+
+/** Whether a processor host is registered under `name`, as any RPC client of the project sees it. */
+async function registered(name: string): Promise<boolean> {
+  const probe = await connect(server.url, { reconnect: false });
+  try {
+    return await probe.root.processors.has(name);
+  } finally {
+    probe.close();
+  }
 }
 
 beforeAll(async () => {
   assertSdkBuilt();
   dir = mkdtempSync(join(tmpdir(), 'rivulet-processors-'));
-  dataDir = join(dir, 'data');
-  await start();
-});
+  server = await startServer();
+  api = new Api(server.url);
+}, 60_000);
 
 afterEach(async () => {
   await killAllHosts();
@@ -103,19 +145,18 @@ describe('S41 a hosted processor', () => {
     await foldedThrough(host, dbPath, path, 'ledger', second!.offset);
     expect((await connectionsOf(path)).ledger).toMatchObject({ kind: 'hosted', batchesSent: 1 });
 
-    // A restart of the server (same data folder and port): the host reconnects and registers again.
-    const port = server.port;
-    await server.close();
-    await start(port);
+    // A restart of the server (same storage and port): the host reconnects and registers again.
+    await server.restart();
+    api = new Api(server.url);
     await host.until(() => host.sessions >= 2, 'the host reconnected');
-    await eventually(() => server.processors.has(null, 'ledger'), 'the host registered again');
+    await eventually(() => registered('ledger'), 'the host registered again');
     const [third] = await api.append(path, order(13));
     await foldedThrough(host, dbPath, path, 'ledger', third!.offset);
 
     // A restart of the host: events appended while it is away wait for it (never skipped).
     await host.kill('SIGKILL');
     // Its session ended, and its registration with it.
-    await eventually(() => !server.processors.has(null, 'ledger'), 'the registration ended with the session');
+    await eventually(async () => !(await registered('ledger')), 'the registration ended with the session');
     const whileAway = await api.append(path, [order(2), order(3)]);
     const missed = await eventually(async () => (await api.state(path)).runtime?.subscriptions.ledger?.lastError, 'the host missed');
     expect(missed).toMatch(/no processor "ledger" is connected in this project|the processor host disconnected/);

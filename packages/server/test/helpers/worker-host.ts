@@ -3,8 +3,8 @@
  * the sources and run by Miniflare (workerd, SQLite-backed Durable Objects persisted in a fresh
  * temporary folder), listening on 127.0.0.1 with a free port. It takes the Node host's options
  * and passes them as the Worker's bindings (worker-env.ts). `restart()` disposes the runtime and
- * starts a new one over the same persisted storage — every object loses its memory, as after an
- * eviction or a deploy. Lines the Worker logs as internal errors are collected: close() fails when
+ * starts a new one over the same persisted storage and port — every object loses its memory, as
+ * after an eviction or a deploy, and RPC clients reconnect to the same url. Lines the Worker logs as internal errors are collected: close() fails when
  * one was logged, as it does for the Node host. Without a given webhook secret one is generated
  * and stored as `<dataDir>/webhook-secret`, where the Node host keeps its own.
  */
@@ -26,7 +26,7 @@ export interface WorkerTestHost {
   dataDir: string;
   api: Api;
   miniflare: Miniflare;
-  /** Disposes the runtime and starts it again over the same storage; url and api change. */
+  /** Disposes the runtime and starts it again over the same storage and port (clients reconnect to the same url). */
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -37,6 +37,7 @@ const SUPPORTED = new Set([
   'retryBaseMs',
   'retryMaxMs',
   'deliveryTimeoutMs',
+  'processorIdleMs',
   'allowPrivateWebhooks',
   'webhookSecret',
   'maxEventBytes',
@@ -62,6 +63,7 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
   put('RIVULET_RETRY_BASE_MS', options.retryBaseMs);
   put('RIVULET_RETRY_MAX_MS', options.retryMaxMs);
   put('RIVULET_DELIVERY_TIMEOUT_MS', options.deliveryTimeoutMs);
+  put('RIVULET_PROCESSOR_IDLE_MS', options.processorIdleMs);
   put('RIVULET_ALLOW_PRIVATE_WEBHOOKS', options.allowPrivateWebhooks);
   put('RIVULET_WEBHOOK_SECRET', options.webhookSecret);
   put('RIVULET_MAX_EVENT_BYTES', options.maxEventBytes);
@@ -113,8 +115,8 @@ export async function startWorkerHost(options: WorkerHostOptions = {}): Promise<
   });
   let mf: Miniflare;
   let url: string;
-  const start = async () => {
-    mf = new Miniflare(config);
+  const start = async (port = 0) => {
+    mf = new Miniflare({ ...config, port });
     url = (await mf.ready).origin;
   };
   try {
@@ -137,8 +139,9 @@ export async function startWorkerHost(options: WorkerHostOptions = {}): Promise<
       return mf;
     },
     async restart() {
+      const port = Number(new URL(url).port);
       await mf.dispose();
-      await start();
+      await start(port);
     },
     close() {
       closing ??= mf

@@ -1,0 +1,144 @@
+/**
+ * processor-wake across Durable Objects (protocol §20; docs/cloudflare.md §1.4). The engine's
+ * processor driver runs in the source stream's object (its sender), exactly as in the Node host;
+ * the processor hosts are capnweb stubs registered in the project's hub. So the driver's
+ * `ProcessorWaker` port sends each wake to the hub, which runs the shared RPC waker
+ * (rpc/processor-waker.ts) against the project's root, and answers the host's `processEventBatch`
+ * as a `HostedCallableTarget` passed by reference: the stream object's hosted connection calls
+ * `send` on it, and the batch's `reportDeliveryResult` — a function of the stream object — crosses
+ * to the hub by reference and from there to the host, so the host's report reaches the driver that
+ * waits for it. Every failure to reach the hub is *unavailable* (backoff, never a skip).
+ */
+import { RpcTarget } from 'cloudflare:workers';
+import type { ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
+import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-driver.js';
+import type { HostedCallableApi, HubWakeOutcome, RemoteFunction } from './worker-api.js';
+import { release } from './worker-connections.js';
+import { projectObjectName, type WorkerEnv } from './worker-env.js';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+const unreachable = (error: unknown) => `the project's RPC hub could not be reached: ${messageOf(error)}`;
+
+/** A value the host answered, as plain data (a stub or a function cannot cross to the stream object). */
+export function plainValue(value: unknown): unknown {
+  if (value === undefined || value === null || typeof value !== 'object') return typeof value === 'function' ? String(value) : value;
+  try {
+    return JSON.parse(JSON.stringify(value)) as unknown;
+  } catch {
+    return String(value);
+  }
+}
+
+/** In the hub: one hosted connection's processEventBatch, reached by reference from the stream object. */
+export class HostedCallableTarget extends RpcTarget implements HostedCallableApi {
+  readonly #callable: HostedCallable;
+  /** Report functions of batches in flight, each released after its first call or at close. */
+  readonly #reports = new Set<RemoteFunction<unknown, ProcessorReportReceipt>>();
+  readonly #broken: Promise<string | null>;
+  #settle!: (error: string | null) => void;
+  #closed = false;
+
+  constructor(callable: HostedCallable) {
+    super();
+    this.#callable = callable;
+    this.#broken = new Promise((resolve) => {
+      this.#settle = resolve;
+    });
+    callable.onBroken((error) => this.#settle(error));
+  }
+
+  async send(batch: ProcessorBatch): Promise<HostedFailure | null> {
+    if (this.#closed) return { kind: 'unavailable', error: 'the hosted connection was closed' };
+    // Released when send returns, as every stub received as an argument: the host may report later.
+    const report = (batch.reportDeliveryResult as unknown as RemoteFunction<unknown, ProcessorReportReceipt>).dup();
+    this.#reports.add(report);
+    const reportDeliveryResult = async (result: unknown): Promise<ProcessorReportReceipt> => {
+      if (!this.#reports.delete(report)) {
+        return { accepted: false, reason: 'this batch is no longer in flight (it was reported already, or its connection closed)' };
+      }
+      try {
+        return await report(plainValue(result));
+      } finally {
+        release(report);
+      }
+    };
+    return this.#callable.send({ ...batch, reportDeliveryResult });
+  }
+
+  whenBroken(): Promise<string | null> {
+    return this.#broken;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const report of this.#reports) release(report);
+    this.#reports.clear();
+    this.#settle(null);
+    this.#callable.close();
+  }
+
+  /** The stream object released it (closed, evicted or gone): the host's stub goes too. */
+  [Symbol.dispose](): void {
+    void this.close();
+  }
+}
+
+/** In the stream object: the driver's view of the hub's HostedCallableTarget. */
+function remoteCallable(stub: HostedCallableApi): HostedCallable {
+  let closed = false;
+  let brokenWith: string | null = null;
+  const listeners: ((error: string) => void)[] = [];
+  const broke = (error: string) => {
+    if (closed || brokenWith !== null) return;
+    brokenWith = error;
+    for (const listener of listeners.splice(0)) listener(error);
+  };
+  stub.whenBroken().then(
+    (error) => {
+      if (error !== null) broke(error);
+    },
+    (error: unknown) => broke(`the project's RPC hub went away: ${messageOf(error)}`),
+  );
+  return {
+    async send(batch) {
+      try {
+        return await stub.send(batch);
+      } catch (error) {
+        return { kind: 'unavailable', error: unreachable(error) };
+      }
+    },
+    onBroken(listener) {
+      if (brokenWith !== null) listener(brokenWith);
+      else listeners.push(listener);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      listeners.length = 0;
+      void stub
+        .close()
+        .catch(() => undefined)
+        .finally(() => release(stub));
+    },
+  };
+}
+
+/** In the stream object: the processor-wake port, through the project's hub. */
+export function hubProcessorWaker(env: WorkerEnv): ProcessorWaker {
+  return {
+    async wake(projectId, expression, request) {
+      let outcome: HubWakeOutcome;
+      try {
+        outcome = await env.RPC_HUB.getByName(projectObjectName(projectId)).wakeProcessor(projectId, request.stream.path, expression, request);
+      } catch (error) {
+        return { ok: false, kind: 'unavailable', error: unreachable(error) };
+      }
+      if (!outcome.ok) return outcome;
+      return { ok: true, answer: outcome.answer, callable: outcome.callable ? remoteCallable(outcome.callable) : undefined };
+    },
+  };
+}
