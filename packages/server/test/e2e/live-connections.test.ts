@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, createClient, watch, type CommittedEvent, type ConnectionBatch, type ItxConnection, type LiveConnectionRpc } from '@rivulet/client';
 import { expectError, streamRoute } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 import { EventType, eventually, subscribe } from '../helpers/subscriptions.js';
 import { rpcError } from '../fixtures/rpc-helpers.js';
 
@@ -303,6 +303,45 @@ describe('S17 waitForEvent', () => {
       'timed-out',
     ]);
     expect(recorded.filter((e) => e.type === EventType.connectionOpened)).toHaveLength(2);
+  });
+});
+
+describe('a wait whose caller went away', () => {
+  const waitOpen = (path: string) =>
+    eventually(async () => Object.values(await connectionsOf(path)).some((c) => c.kind === 'wait'), 'the wait to open');
+  const closedReasons = async (path: string) =>
+    (await facts(path)).filter((e) => e.type === EventType.connectionClosed).map((e) => (e.payload as { reason: string }).reason);
+
+  it('is cancelled when its RPC session ends (connection-closed {reason: "cancelled"})', async () => {
+    const path = '/live/wait-session';
+    await server.api.append(path, { type: 'x' });
+    const session = await connect(server.url, { reconnect: false });
+    const waiting = session.root.streams.get(path).waitForEvent({ eventTypes: ['never'], timeoutMs: 60_000 });
+    waiting.catch(() => undefined);
+    await waitOpen(path);
+    session.close();
+    await eventually(async () => (await closedReasons(path)).length === 1, 'the closed fact');
+    expect(await closedReasons(path)).toEqual(['cancelled']);
+    expect(await connectionsOf(path)).toEqual({});
+  });
+
+  // workerd (under Miniflare) does not abort a request's signal when its client disconnects (docs/cloudflare.md §4.9).
+  it.skipIf(TEST_HOST === 'worker')('is cancelled when its HTTP client goes away', async () => {
+    const path = '/live/wait-http';
+    await server.api.append(path, { type: 'x' });
+    const abort = new AbortController();
+    const request = fetch(`${server.url}${streamRoute(path, 'waitForEvent')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ eventTypes: ['never'], timeoutMs: 60_000 }),
+      signal: abort.signal,
+    });
+    request.catch(() => undefined);
+    await waitOpen(path);
+    abort.abort();
+    await eventually(async () => (await closedReasons(path)).length === 1, 'the closed fact');
+    expect(await closedReasons(path)).toEqual(['cancelled']);
+    expect(await connectionsOf(path)).toEqual({});
   });
 });
 
