@@ -204,6 +204,39 @@ describe('SqliteStorage adapter specifics', () => {
       expect(s.epoch).toBe(0);
     });
 
+    it('the first transaction of a group fails alone too (it runs without a savepoint); the rest of the turn commits together', async () => {
+      const s = storage();
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);
+      s.run(`INSERT INTO t (v) VALUES ('a')`);
+      const counter = countCommits(s);
+      const other = reader();
+      expect(() =>
+        s.transaction(() => {
+          s.run(`INSERT INTO t (v) VALUES ('b')`);
+          s.run(`INSERT INTO t (v) VALUES ('a')`);
+        }),
+      ).toThrow(/UNIQUE/);
+      expect(s.db.inTransaction).toBe(false);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('c')`));
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('d')`));
+      await s.flush();
+      expect(counter.commits).toBe(1);
+      expect(other.prepare(`SELECT v FROM t ORDER BY id`).pluck().all()).toEqual(['a', 'c', 'd']);
+      expect(s.epoch).toBe(0);
+    });
+
+    it('a group whose only transaction failed commits nothing and its flush resolves', async () => {
+      const s = storage();
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);
+      s.run(`INSERT INTO t (v) VALUES ('a')`);
+      const counter = countCommits(s);
+      expect(() => s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('a')`))).toThrow(/UNIQUE/);
+      await s.flush();
+      expect(counter.commits).toBe(0);
+      expect(rows(reader())).toBe(1);
+      expect(s.epoch).toBe(0);
+    });
+
     it('with groupCommit=false every transaction commits on its own, before transaction() returns', async () => {
       const s = storage({ groupCommit: false });
       s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);

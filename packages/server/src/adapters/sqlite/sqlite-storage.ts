@@ -1,8 +1,8 @@
 /**
  * better-sqlite3 adapter of the storage port, with group commit.
  *
- * Every `transaction()` in one event-loop turn joins one SQLite transaction (each inside its own
- * savepoint, so a failing one rolls back alone); the group commits in a `setImmediate` callback,
+ * Every `transaction()` in one event-loop turn joins one SQLite transaction (each after the first
+ * inside its own savepoint, so a failing one rolls back alone); the group commits in a `setImmediate` callback,
  * which is where the one fsync of the group happens. Callers answer only after `flush()`, so an
  * acknowledged write is durable and concurrent writers to many streams share one fsync
  * (PERFORMANCE-NOTES: group commit is the lever for durable appends).
@@ -13,6 +13,11 @@
  * group is followed by an fdatasync of the WAL, which is what synchronous=FULL does at every
  * commit, while groups holding only `{durable: false}` writes (delivery progress) skip it. SQLite
  * cannot change its safety level inside a transaction, hence the explicit sync.
+ *
+ * The first transaction of a group runs without a savepoint: the SQLite transaction holds nothing
+ * else yet, so rolling all of it back undoes exactly that transaction, and the next one of the turn
+ * begins a new one. A lone request (one client, sequential) thus runs BEGIN, its statements and
+ * COMMIT, like a plain transaction, and pays the savepoint pair only when it shares a group.
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -96,17 +101,23 @@ export class SqliteStorage implements SqlStorage {
   transaction<T>(fn: () => T, options?: TransactionOptions): T {
     if (this.closed) throw new Error('storage is closed');
     if (this.depth === 0 && !this.group) this.openGroup();
+    // Alone in the SQLite transaction (see the header): no savepoint needed.
+    const alone = this.depth === 0 && !this.db.inTransaction;
+    if (alone) this.statement('BEGIN').run();
     if (options?.durable !== false) this.groupDurable = true;
     this.depth++;
-    this.statement('SAVEPOINT tx').run();
+    if (!alone) this.statement('SAVEPOINT tx').run();
     let failed = false;
     try {
       const result = fn();
-      this.statement('RELEASE tx').run();
+      if (!alone) this.statement('RELEASE tx').run();
       return result;
     } catch (error) {
       failed = true;
-      if (this.db.inTransaction) {
+      if (alone) {
+        // Everything in the SQLite transaction is this one's: undo it all; the group lives on.
+        if (this.db.inTransaction) this.statement('ROLLBACK').run();
+      } else if (this.db.inTransaction) {
         this.statement('ROLLBACK TO tx').run();
         this.statement('RELEASE tx').run();
       } else {
@@ -134,7 +145,6 @@ export class SqliteStorage implements SqlStorage {
   }
 
   private openGroup(): void {
-    this.statement('BEGIN').run();
     this.group = deferred();
     if (this.groupCommit) setImmediate(() => this.commitGroup());
   }
@@ -147,6 +157,11 @@ export class SqliteStorage implements SqlStorage {
     const durable = this.groupDurable;
     this.groupDurable = false;
     try {
+      // The group's only transaction may have failed and rolled back: nothing to commit then.
+      if (!this.db.inTransaction) {
+        group.resolve();
+        return undefined;
+      }
       this.statement('COMMIT').run();
       if (durable && this.syncWal) this.syncWalFile();
       group.resolve();
