@@ -33,6 +33,7 @@ import { itxReceiver } from '../rpc/itx-receiver.js';
 import { SessionClosers } from '../rpc/session-closers.js';
 import { processorWaker } from '../rpc/processor-waker.js';
 import { nodeAssets } from './node-assets.js';
+import { nativeAppend } from './node-append.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
@@ -209,7 +210,17 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         logger,
       ),
   });
-  const server = createServer(listener);
+  // Plain appends are answered on node:http directly (node-append.ts); everything else by the app.
+  const appendNatively = nativeAppend({
+    service,
+    tokens,
+    metrics,
+    maxBodyBytes: options.maxBodyBytes ?? Defaults.maxBodyBytes,
+    logger,
+  });
+  const server = createServer((incoming, outgoing) => {
+    if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
+  });
   const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
   await new Promise<void>((resolvePromise, reject) => {
     server.once('error', reject);

@@ -1,0 +1,117 @@
+/**
+ * The Node host answers a plain append (`POST /v1/streams/{path}` with a declared body length)
+ * straight on node:http, beside the Hono app, with the same functions the app's route uses
+ * (stream-url, auth, body, append-body, the error mapping) and the same metrics.
+ *
+ * Why: one sequential client pays every fixed cost of a request once per append, and on this host
+ * the web Request/Response objects, the adapter and the middleware chain were a measurable share
+ * of that (bench/README, `bench/append`). Everything else, and anything this path is not sure
+ * to answer exactly like the app (a method suffix, a query, a chunked body, an unusual Host or
+ * path character the adapter would refuse), goes to the app untouched.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StreamService } from '../engine/service.js';
+import type { ServerMetrics } from '../engine/metrics.js';
+import { authenticate, type TokenTable } from '../http/auth.js';
+import { decodeBody, parseJsonText, requireJsonContentType } from '../http/body.js';
+import { appendAnswer, parseAppendBody } from '../http/append-body.js';
+import { toRivuletError, type ErrorLogger } from '../http/errors.js';
+import type { HeaderReader } from '../http/request-headers.js';
+import { parseStreamAddress } from '../http/stream-url.js';
+import { RivuletError } from '@rivulet/contract';
+
+export interface NativeAppendOptions {
+  service: StreamService;
+  tokens: TokenTable | null;
+  metrics: ServerMetrics;
+  maxBodyBytes: number;
+  logger: ErrorLogger;
+}
+
+/** Paths of plain characters only: no query, no ":method", no backslash (the adapter refuses those). */
+const PLAIN_APPEND_URL = /^\/v1\/streams\/[A-Za-z0-9\-._~%!$&'()*+,;=@/]*$/;
+/** A host name or IPv4/IPv6 literal with an optional port: what the adapter accepts without question. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const ROUTE = 'POST /v1/streams/{path}';
+const INVALID_ROUTE = 'POST /v1/streams/{invalid}';
+
+function headersOf(incoming: IncomingMessage): HeaderReader {
+  const raw = incoming.headers;
+  return {
+    get(name) {
+      const value = raw[name];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+}
+
+function readBody(incoming: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    incoming.once('error', reject);
+    incoming.once('aborted', () => reject(new RivuletError('INVALID_INPUT', 'request body was cut off')));
+  });
+}
+
+function send(outgoing: ServerResponse, status: number, text: string): void {
+  outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
+  outgoing.end(text);
+}
+
+/**
+ * Answers a listener that takes a request when it is a plain append (and returns true), or leaves
+ * it alone (returns false) for the app.
+ */
+export function nativeAppend(options: NativeAppendOptions): (incoming: IncomingMessage, outgoing: ServerResponse) => boolean {
+  const { service, tokens, metrics, maxBodyBytes, logger } = options;
+
+  async function handle(incoming: IncomingMessage, outgoing: ServerResponse, url: string, started: number): Promise<void> {
+    let route = INVALID_ROUTE;
+    let status: number;
+    let text: string;
+    try {
+      const address = parseStreamAddress(url);
+      route = ROUTE;
+      const headers = headersOf(incoming);
+      const principal = authenticate(headers, tokens);
+      requireJsonContentType(headers.get('content-type'));
+      const declared = Number(headers.get('content-length'));
+      if (declared > maxBodyBytes) {
+        throw new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${maxBodyBytes} bytes`, { limit: maxBodyBytes });
+      }
+      const inputs = parseAppendBody(parseJsonText(decodeBody(await readBody(incoming))));
+      text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
+      status = 200;
+    } catch (error) {
+      const e = toRivuletError(error, logger);
+      status = e.status;
+      text = JSON.stringify(e.toBody());
+    }
+    if (!outgoing.destroyed) send(outgoing, status, text);
+    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(status) });
+  }
+
+  return (incoming, outgoing) => {
+    const url = incoming.url;
+    if (
+      incoming.method !== 'POST' ||
+      url === undefined ||
+      !PLAIN_APPEND_URL.test(url) ||
+      incoming.headers['content-length'] === undefined ||
+      incoming.headers['transfer-encoding'] !== undefined ||
+      !PLAIN_HOST.test(incoming.headers.host ?? '')
+    ) {
+      return false;
+    }
+    handle(incoming, outgoing, url, performance.now()).catch((error: unknown) => {
+      logger.error('rivulet: answering an append failed', error);
+      outgoing.destroy();
+    });
+    return true;
+  };
+}
