@@ -62,6 +62,20 @@ export interface RemoteFunction<A, R> {
   [Symbol.dispose](): void;
 }
 
+/** An object passed by reference over Durable Object RPC, as the object that received it holds it. */
+export type RemoteStub<T> = T & {
+  /** A copy that outlives the call it arrived in (released when that call returns otherwise). */
+  dup(): RemoteStub<T>;
+  [Symbol.dispose](): void;
+};
+
+/** The opener's side of one live connection (the hub's), held by the stream object that runs it. */
+export interface ConnectionOpenerApi {
+  processEventBatch(batch: ConnectionBatch): Promise<void>;
+  /** Settles once the opener's handle closed; rejects when the opener's object went away. */
+  untilClosed(): Promise<void>;
+}
+
 /** The stream object's side of one open live connection, held by whoever opened it (the hub). */
 export interface ConnectionControlApi {
   /** Closes it; false when it had already closed. */
@@ -105,15 +119,11 @@ export interface StreamObjectApi {
   /** Trusted: copies from another stream object's delivery (StreamDirectory port). */
   receiveCopies(projectId: P, path: string, batch: CopyBatch): Promise<Wire<CopyReceipt>>;
   /**
-   * A live connection run by this object's engine (protocol §19). `processEventBatch` is passed by
-   * reference and called with each batch; its promise settling is the batch's delivery.
+   * A live connection run by this object's engine (protocol §19). `opener` is passed by reference:
+   * its `processEventBatch` is called with each batch (its promise settling is the batch's
+   * delivery), and its pending `untilClosed()` failing means the opener went away.
    */
-  openConnection(
-    projectId: P,
-    path: string,
-    options: OpenConnectionOptions,
-    processEventBatch: (batch: ConnectionBatch) => Promise<void>,
-  ): Promise<Wire<OpenedConnection>>;
+  openConnection(projectId: P, path: string, options: OpenConnectionOptions, opener: ConnectionOpenerApi): Promise<Wire<OpenedConnection>>;
   /** `waitForEvent` under the caller's `waitId`, which `cancelWait` names to cancel it. */
   waitForEvent(projectId: P, path: string, body: WaitForEventBody, waitId: string): Promise<Wire<WaitForEventResponse>>;
   cancelWait(projectId: P, path: string, waitId: string): Promise<Wire<boolean>>;
@@ -171,7 +181,17 @@ export interface HubObjectApi {
   fetch(request: Request): Promise<Response>;
   deliverItx(delivery: ItxDelivery): Promise<ItxOutcome>;
   /** Evaluates a processor-wake expression against the project's root and calls it (protocol §20.3). */
-  wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest): Promise<HubWakeOutcome>;
+  /**
+   * `untilReleased` is passed by reference: it settles once the stream object closed the hosted
+   * connection, and fails when that object went away; either way the hub lets go of the host's stub.
+   */
+  wakeProcessor(
+    projectId: P,
+    path: string,
+    expression: ItxExpression,
+    request: ProcessorWakeRequest,
+    untilReleased: () => Promise<void>,
+  ): Promise<HubWakeOutcome>;
 }
 
 export type { ListResponse, StreamListEntry };

@@ -6,17 +6,18 @@
  * batch to the client's capnweb stub, and its promise settling is the batch's delivery, so the
  * engine's one-batch-at-a-time loop and its backlog bound work unchanged (a slow client delays only
  * its own connection). The stream object answers a `ConnectionControl` by reference, which the
- * hub's handle drives (`close`, `whenClosed`).
+ * hub's handle drives (`close`, `whenClosed`). Each side keeps a call pending on the other
+ * (`whenClosed`, `untilClosed`), which fails when the other's object goes away.
  *
  * Ends: the hub closes a connection when its RPC session ends (rpc/connections.ts, as on Node);
- * releasing the control (the hub's isolate went away) closes it as `session-ended`; a stream
+ * a hub that went away leaves its connections `session-ended` (its sessions went with it); a stream
  * object that went away while the hub waited (an eviction or a crash) reads as `server-stopped`
  * on the hub's side, without a fact — like a Node server that crashed.
  */
 import { RpcTarget } from 'cloudflare:workers';
 import type { ConnectionBatch, ConnectionClosed, ConnectionCloseReason } from '@rivulet/contract';
 import type { ConnectionHandle } from '../engine/connections/index.js';
-import type { ConnectionControlApi, OpenedConnection, RemoteFunction } from './worker-api.js';
+import type { ConnectionControlApi, ConnectionOpenerApi, OpenedConnection, RemoteStub } from './worker-api.js';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -54,16 +55,51 @@ export class ConnectionControl extends RpcTarget implements ConnectionControlApi
 }
 
 /**
- * In the stream object: the engine's callback over the hub's function. The stub received as an
- * argument is released when the opening call returns, so the connection keeps a duplicate, released
- * when it closes.
+ * In the stream object: the engine's callback over the hub's opener. The stub received as an
+ * argument is released when the opening call returns, so the connection keeps a duplicate,
+ * released when it closes. The opener's pending `untilClosed()` fails when the hub went away: the
+ * connection then closes as `session-ended`, since its session went with the hub.
  */
-export function heldCallback(processEventBatch: RemoteFunction<ConnectionBatch, void>): {
+export function holdOpener(opener: RemoteStub<ConnectionOpenerApi>): {
   callback: (batch: ConnectionBatch) => Promise<void>;
+  watch(handle: ConnectionHandle): void;
   release(): void;
 } {
-  const held = processEventBatch.dup();
-  return { callback: (batch) => held(batch), release: () => release(held) };
+  const held = opener.dup();
+  const releaseHeld = () => release(held);
+  return {
+    callback: (batch) => held.processEventBatch(batch),
+    watch(handle) {
+      held.untilClosed().then(
+        () => undefined,
+        (error: unknown) => {
+          if (!handle.isClosed) void handle.close('session-ended', `the RPC hub that opened it went away: ${messageOf(error)}`);
+        },
+      );
+      void handle.closed.then(releaseHeld);
+    },
+    release: releaseHeld,
+  };
+}
+
+/** In the hub: what the stream object running a connection holds of its opener. */
+class ConnectionOpener extends RpcTarget implements ConnectionOpenerApi {
+  readonly #forward: (batch: ConnectionBatch) => Promise<void>;
+  readonly #closed: Promise<void>;
+
+  constructor(forward: (batch: ConnectionBatch) => Promise<void>, closed: Promise<void>) {
+    super();
+    this.#forward = forward;
+    this.#closed = closed;
+  }
+
+  processEventBatch(batch: ConnectionBatch): Promise<void> {
+    return this.#forward(batch);
+  }
+
+  untilClosed(): Promise<void> {
+    return this.#closed;
+  }
 }
 
 /** In the hub: the engine's ConnectionHandle over the stream object's control. */
@@ -113,7 +149,7 @@ function remoteConnectionHandle(opened: OpenedConnection): ConnectionHandle & { 
  * in one turn.
  */
 export async function openRemoteConnection(
-  open: (forward: (batch: ConnectionBatch) => Promise<void>) => Promise<OpenedConnection>,
+  open: (opener: ConnectionOpenerApi) => Promise<OpenedConnection>,
   callback: (batch: ConnectionBatch) => unknown,
 ): Promise<ConnectionHandle> {
   const opened: { handle?: ReturnType<typeof remoteConnectionHandle> } = {};
@@ -126,6 +162,16 @@ export async function openRemoteConnection(
       await opened.handle.closed;
     }
   };
-  opened.handle = remoteConnectionHandle(await open(forward));
+  let ended!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  try {
+    opened.handle = remoteConnectionHandle(await open(new ConnectionOpener(forward, closed)));
+  } catch (error) {
+    ended();
+    throw error;
+  }
+  void opened.handle.closed.then(ended);
   return opened.handle;
 }

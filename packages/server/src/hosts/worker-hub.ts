@@ -29,7 +29,7 @@ import { processorWaker } from '../rpc/processor-waker.js';
 import { ItxRoot, type ItxDeps } from '../rpc/root.js';
 import { SessionClosers } from '../rpc/session-closers.js';
 import { startRpcSession, type RpcSocket } from '../rpc/session.js';
-import type { HubWakeOutcome, ItxDelivery, ItxOutcome } from './worker-api.js';
+import type { HubWakeOutcome, ItxDelivery, ItxOutcome, RemoteFunction } from './worker-api.js';
 import { streamObjectName, type WorkerEnv } from './worker-env.js';
 import { HostedCallableTarget, plainValue } from './worker-processors.js';
 import { durableStreamService } from './worker-service.js';
@@ -110,7 +110,13 @@ export class RpcHub {
   }
 
   /** One processor wake of a stream object (protocol §20.3): the shared waker against this project's root. */
-  async wakeProcessor(projectId: string | null, path: string, expression: ItxExpression, request: ProcessorWakeRequest): Promise<HubWakeOutcome> {
+  async wakeProcessor(
+    projectId: string | null,
+    path: string,
+    expression: ItxExpression,
+    request: ProcessorWakeRequest,
+    untilReleased: RemoteFunction<void, void>,
+  ): Promise<HubWakeOutcome> {
     this.waking.delete(path);
     this.waking.add(path);
     if (this.waking.size > MAX_WAITING_STREAMS) this.waking.delete(this.waking.values().next().value!);
@@ -120,7 +126,7 @@ export class RpcHub {
       streamId: plainValue(outcome.answer.streamId),
       checkpointOffset: plainValue(outcome.answer.checkpointOffset),
     };
-    return { ok: true, answer, callable: outcome.callable && new HostedCallableTarget(outcome.callable) };
+    return { ok: true, answer, callable: outcome.callable && new HostedCallableTarget(outcome.callable, untilReleased) };
   }
 
   /** A processor host registered: the streams that woke processors here try their waiting rows now. */

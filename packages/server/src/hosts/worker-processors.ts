@@ -41,13 +41,24 @@ export class HostedCallableTarget extends RpcTarget implements HostedCallableApi
   #settle!: (error: string | null) => void;
   #closed = false;
 
-  constructor(callable: HostedCallable) {
+  /**
+   * `untilReleased` is the stream object's: it settles when that object closes the connection and
+   * fails when the object goes away (which releases no stub by itself); either way the host's stub
+   * is let go.
+   */
+  constructor(callable: HostedCallable, untilReleased: RemoteFunction<void, void>) {
     super();
     this.#callable = callable;
     this.#broken = new Promise((resolve) => {
       this.#settle = resolve;
     });
     callable.onBroken((error) => this.#settle(error));
+    const held = untilReleased.dup();
+    const letGo = () => {
+      release(held);
+      void this.close();
+    };
+    held(undefined).then(letGo, letGo);
   }
 
   async send(batch: ProcessorBatch): Promise<HostedFailure | null> {
@@ -87,8 +98,8 @@ export class HostedCallableTarget extends RpcTarget implements HostedCallableApi
   }
 }
 
-/** In the stream object: the driver's view of the hub's HostedCallableTarget. */
-function remoteCallable(stub: HostedCallableApi): HostedCallable {
+/** In the stream object: the driver's view of the hub's HostedCallableTarget; `released` settles the hub's `untilReleased`. */
+function remoteCallable(stub: HostedCallableApi, released: () => void): HostedCallable {
   let closed = false;
   let brokenWith: string | null = null;
   const listeners: ((error: string) => void)[] = [];
@@ -119,6 +130,7 @@ function remoteCallable(stub: HostedCallableApi): HostedCallable {
       if (closed) return;
       closed = true;
       listeners.length = 0;
+      released();
       void stub
         .close()
         .catch(() => undefined)
@@ -131,14 +143,26 @@ function remoteCallable(stub: HostedCallableApi): HostedCallable {
 export function hubProcessorWaker(env: WorkerEnv): ProcessorWaker {
   return {
     async wake(projectId, expression, request) {
+      let released!: () => void;
+      const untilReleased = new Promise<void>((resolve) => {
+        released = resolve;
+      });
       let outcome: HubWakeOutcome;
       try {
-        outcome = await env.RPC_HUB.getByName(projectObjectName(projectId)).wakeProcessor(projectId, request.stream.path, expression, request);
+        outcome = await env.RPC_HUB.getByName(projectObjectName(projectId)).wakeProcessor(
+          projectId,
+          request.stream.path,
+          expression,
+          request,
+          () => untilReleased,
+        );
       } catch (error) {
+        released();
         return { ok: false, kind: 'unavailable', error: unreachable(error) };
       }
+      if (!outcome.ok || !outcome.callable) released();
       if (!outcome.ok) return outcome;
-      return { ok: true, answer: outcome.answer, callable: outcome.callable ? remoteCallable(outcome.callable) : undefined };
+      return { ok: true, answer: outcome.answer, callable: outcome.callable ? remoteCallable(outcome.callable, released) : undefined };
     },
   };
 }

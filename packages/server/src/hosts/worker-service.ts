@@ -102,7 +102,7 @@ export function durableStreamService(env: WorkerEnv, metrics?: ServerMetrics): S
       unwrap(at(path), () => object(projectId, path).setSubscriptionCursorAndResume(projectId, path, body)),
     openConnection: (projectId, path, options, callback) =>
       openRemoteConnection(
-        (forward) => unwrap(at(path), () => object(projectId, path).openConnection(projectId, path, options, forward)),
+        (opener) => unwrap(at(path), () => object(projectId, path).openConnection(projectId, path, options, opener)),
         callback,
       ),
     async waitForEvent(projectId, path, body, signal) {

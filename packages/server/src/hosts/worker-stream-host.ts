@@ -20,7 +20,6 @@
 import {
   RivuletError,
   canonicalizePath,
-  type ConnectionBatch,
   type CoreState,
   type OpenConnectionOptions,
   type WaitForEventBody,
@@ -43,8 +42,8 @@ import { StreamStore } from '../engine/stream-store.js';
 import type { ErrorLogger } from '../http/errors.js';
 import { systemClock, systemRandom } from '../ports/clock.js';
 import type { StreamDirectory } from '../ports/directory.js';
-import type { OpenedConnection, RemoteFunction, StreamSummary, TailRequest } from './worker-api.js';
-import { ConnectionControl, heldCallback } from './worker-connections.js';
+import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, TailRequest } from './worker-api.js';
+import { ConnectionControl, holdOpener } from './worker-connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
 import { fetchOutbound } from './worker-outbound.js';
 import { hubProcessorWaker } from './worker-processors.js';
@@ -279,12 +278,12 @@ export class StreamHost {
     projectId: string | null,
     path: string,
     options: OpenConnectionOptions,
-    processEventBatch: RemoteFunction<ConnectionBatch, void>,
+    opener: RemoteStub<ConnectionOpenerApi>,
   ): Promise<OpenedConnection> {
-    const held = heldCallback(processEventBatch);
+    const held = holdOpener(opener);
     try {
       const handle = await this.call(projectId, path, (s) => s.openConnection(projectId, path, options, held.callback));
-      void handle.closed.then(held.release);
+      held.watch(handle);
       return { connectionKey: handle.connectionKey, streamMaxOffset: handle.streamMaxOffset, control: new ConnectionControl(handle) };
     } catch (error) {
       held.release();

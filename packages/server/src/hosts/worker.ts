@@ -15,7 +15,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import {
   RivuletError,
-  type ConnectionBatch,
   type EventInput,
   type ItxExpression,
   type OpenConnectionOptions,
@@ -32,7 +31,7 @@ import { createApp } from '../http/app.js';
 import { authenticate } from '../http/auth.js';
 import { consoleLogger, errorResponse } from '../http/errors.js';
 import { VERSION } from '../version.js';
-import type { IndexEntry, ItxDelivery, RemoteFunction, StreamObjectApi, TailRequest } from './worker-api.js';
+import type { ConnectionOpenerApi, IndexEntry, ItxDelivery, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './worker-api.js';
 import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './worker-env.js';
 import { PRINCIPAL_HEADER, RpcHub } from './worker-hub.js';
 import { StreamIndex } from './worker-index.js';
@@ -150,8 +149,8 @@ export class StreamObject extends DurableObject<WorkerEnv> implements StreamObje
   receiveCopies(projectId: P, path: string, batch: CopyBatch) {
     return answer(logger, () => this.#host.call(projectId, path, (_s, actor) => actor.receiveCopies(batch)));
   }
-  openConnection(projectId: P, path: string, options: OpenConnectionOptions, processEventBatch: RemoteFunction<ConnectionBatch, void>) {
-    return answer(logger, () => this.#host.openConnection(projectId, path, options, processEventBatch));
+  openConnection(projectId: P, path: string, options: OpenConnectionOptions, opener: RemoteStub<ConnectionOpenerApi>) {
+    return answer(logger, () => this.#host.openConnection(projectId, path, options, opener));
   }
   waitForEvent(projectId: P, path: string, body: WaitForEventBody, waitId: string) {
     return answer(logger, () => this.#host.waitForEvent(projectId, path, body, waitId));
@@ -202,7 +201,7 @@ export class HubObject extends DurableObject<WorkerEnv> {
   deliverItx(delivery: ItxDelivery) {
     return this.#hub.deliverItx(delivery);
   }
-  wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest) {
-    return this.#hub.wakeProcessor(projectId, path, expression, request);
+  wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest, untilReleased: RemoteFunction<void, void>) {
+    return this.#hub.wakeProcessor(projectId, path, expression, request, untilReleased);
   }
 }
