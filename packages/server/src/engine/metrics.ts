@@ -14,14 +14,21 @@ interface Family {
 
 const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+// Every append touches several series, so the key of a label set is built without intermediate
+// arrays, and values with nothing to escape (nearly all) skip the replacements.
 function labelKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${escapeLabel(labels[k]!)}"`)
-    .join(',');
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return '';
+  if (keys.length > 1) keys.sort();
+  let key = '';
+  for (const k of keys) key += `${key === '' ? '' : ','}${k}="${escapeLabel(labels[k]!)}"`;
+  return key;
 }
 
+const NEEDS_ESCAPE = /[\\\n"]/;
+
 function escapeLabel(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return value;
   return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }
 

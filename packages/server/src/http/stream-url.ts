@@ -12,8 +12,26 @@ export interface StreamAddress {
   method: string | null;
 }
 
+/**
+ * Addresses of recently seen raw paths: a client usually appends to the same streams again and
+ * again, and decoding and canonicalising a path is a visible share of a small append. Bounded;
+ * refused paths are never stored (they throw every time).
+ */
+const recent = new Map<string, Readonly<StreamAddress>>();
+const RECENT_LIMIT = 1024;
+
 /** `rawPath` is the request's path as sent (percent-encoded), starting with "/v1/streams/". */
-export function parseStreamAddress(rawPath: string): StreamAddress {
+export function parseStreamAddress(rawPath: string): Readonly<StreamAddress> {
+  let address = recent.get(rawPath);
+  if (address === undefined) {
+    address = Object.freeze(parseFresh(rawPath));
+    if (recent.size >= RECENT_LIMIT) recent.clear();
+    recent.set(rawPath, address);
+  }
+  return address;
+}
+
+function parseFresh(rawPath: string): StreamAddress {
   let rest = rawPath.slice(STREAMS_PREFIX.length);
   let method: string | null = null;
   const colon = rest.lastIndexOf(':');
