@@ -29,6 +29,7 @@ const workerE2e = [
   'live-connections',
   'processors',
   'processors-crash',
+  'processors-registration',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child
