@@ -30,6 +30,7 @@ const workerE2e = [
   'processors',
   'processors-crash',
   'processors-registration',
+  'processors-protocol',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

@@ -35,8 +35,11 @@ export function plainValue(value: unknown): unknown {
 /** In the hub: one hosted connection's processEventBatch, reached by reference from the stream object. */
 export class HostedCallableTarget extends RpcTarget implements HostedCallableApi {
   readonly #callable: HostedCallable;
-  /** Report functions of batches in flight, each released after its first call or at close. */
-  readonly #reports = new Set<RemoteFunction<unknown, ProcessorReportReceipt>>();
+  /**
+   * The report function of the latest batch. The driver sends one batch at a time, so a batch is
+   * over once the next is sent: its stub is released then (or at close), which holds one at most.
+   */
+  #report: RemoteFunction<unknown, ProcessorReportReceipt> | null = null;
   readonly #broken: Promise<string | null>;
   #settle!: (error: string | null) => void;
   #closed = false;
@@ -65,16 +68,13 @@ export class HostedCallableTarget extends RpcTarget implements HostedCallableApi
     if (this.#closed) return { kind: 'unavailable', error: 'the hosted connection was closed' };
     // Released when send returns, as every stub received as an argument: the host may report later.
     const report = (batch.reportDeliveryResult as unknown as RemoteFunction<unknown, ProcessorReportReceipt>).dup();
-    this.#reports.add(report);
-    const reportDeliveryResult = async (result: unknown): Promise<ProcessorReportReceipt> => {
-      if (!this.#reports.delete(report)) {
-        return { accepted: false, reason: 'this batch is no longer in flight (it was reported already, or its connection closed)' };
+    if (this.#report) release(this.#report);
+    this.#report = report;
+    const reportDeliveryResult = (result: unknown): Promise<ProcessorReportReceipt> | ProcessorReportReceipt => {
+      if (this.#report !== report) {
+        return { accepted: false, reason: 'this batch is no longer in flight (a later batch was sent, or its connection closed)' };
       }
-      try {
-        return await report(plainValue(result));
-      } finally {
-        release(report);
-      }
+      return report(plainValue(result));
     };
     return this.#callable.send({ ...batch, reportDeliveryResult });
   }
@@ -86,8 +86,8 @@ export class HostedCallableTarget extends RpcTarget implements HostedCallableApi
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const report of this.#reports) release(report);
-    this.#reports.clear();
+    if (this.#report) release(this.#report);
+    this.#report = null;
     this.#settle(null);
     this.#callable.close();
   }
