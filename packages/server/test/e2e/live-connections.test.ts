@@ -182,6 +182,28 @@ describe('S14 a filter that throws', () => {
   });
 });
 
+describe('a callback that rejects', () => {
+  it('closes its connection with delivery-failed, naming the callback\'s error', async () => {
+    const path = '/live/rejects';
+    await server.api.append(path, { type: 'x' });
+    let calls = 0;
+    const handle = (await itx.root.streams.get(path).openConnection({
+      connectionKey: 'refuser',
+      processEventBatch: async (batch: ConnectionBatch) => {
+        calls++;
+        if (batch.events.length > 0) throw new Error('no thanks');
+      },
+    })) as unknown as LiveConnectionRpc;
+    await server.api.append(path, { type: 'x' });
+    const closed = await handle.whenClosed();
+    expect(closed).toEqual({ reason: 'delivery-failed', error: 'processEventBatch failed: no thanks' });
+    expect(calls).toBe(2);
+    const fact = await eventually(async () => (await facts(path)).find((e) => e.type === EventType.connectionClosed), 'the closed fact');
+    expect(fact.payload).toEqual({ connectionKey: 'refuser', ...closed });
+    expect(await connectionsOf(path)).toEqual({});
+  });
+});
+
 describe('S15 the same key', () => {
   it('atomically replaces the old callback, also from another session (reason "replaced")', async () => {
     const path = '/s15/swap';
