@@ -1,12 +1,14 @@
 /**
  * The Worker host across restarts of the runtime (issue 7 "alarms and restarts"): Miniflare is
- * disposed and started again over the same persisted Durable Object storage, so every object
- * loses its memory as after an eviction or a deploy. What was acknowledged is still there, and
- * owed deliveries resume by themselves: the source stream is never touched after the restart, so
- * only its stored alarm can wake it (protocol §12.2, §12.7; docs/cloudflare.md §4.8).
+ * disposed and started again over the same persisted Durable Object storage and port, so every
+ * object loses its memory as after an eviction or a deploy. What was acknowledged is still there,
+ * a watching client reopens its connection where it left off, and owed deliveries resume by
+ * themselves: the source stream is never touched after the restart, so only its stored alarm can
+ * wake it (protocol §12.2, §12.7; docs/cloudflare.md §4.8).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
+import { connect, watch } from '@rivulet/client';
 import { HookServer } from '../helpers/hook-server.js';
 import { EventType, configured, copyTo, eventually, waitForCopies } from '../helpers/subscriptions.js';
 import { startWorkerHost, type WorkerTestHost } from '../helpers/worker-host.js';
@@ -60,6 +62,34 @@ describe('restarting the Worker host over the same storage', () => {
     await host.api.append(dst, { type: EventType.resumed, payload: {} });
     const copies = await waitForCopies(host.api, dst, 2, 10_000);
     expect(copies.map((c: CommittedEvent) => c.payload)).toEqual(sent.map((e) => e.payload));
+  });
+
+  it('a watched stream is watched on after a restart: the SDK reopens on its next session, with no event lost or repeated', async () => {
+    const path = '/restart/watched';
+    await host.api.append(path, { type: 'x', payload: { n: 0 } });
+    const itx = await connect(host.url);
+    const seen: number[] = [];
+    const w = watch(itx, path, { replayAfterOffset: 0, filter: { eventTypes: ['x'] } }, (batch) => {
+      for (const e of batch.events) seen.push(e.payload!.n as number);
+    });
+    try {
+      await w.ready;
+      await host.api.append(path, { type: 'x', payload: { n: 1 } });
+      await eventually(() => seen.length === 2 || undefined, 'the live event before the restart');
+
+      await host.restart();
+      // Appended while the client reconnects: the reopened connection replays from its last offset.
+      await host.api.append(path, [{ type: 'x', payload: { n: 2 } }, { type: 'x', payload: { n: 3 } }]);
+      await eventually(() => seen.length === 4 || undefined, 'the events after the restart', 15_000);
+      await host.api.append(path, { type: 'x', payload: { n: 4 } });
+      await eventually(() => seen.length === 5 || undefined, 'a live event on the reopened connection');
+      expect(seen).toEqual([0, 1, 2, 3, 4]);
+      const connections = (await host.api.state(path)).runtime?.connections ?? {};
+      expect(Object.keys(connections)).toEqual([w.connectionKey]);
+    } finally {
+      await w.close().catch(() => undefined);
+      itx.close();
+    }
   });
 
   it('a webhook delivery in flight when the runtime stops is sent again after its deadline (the stored watchdog and alarm)', async () => {
