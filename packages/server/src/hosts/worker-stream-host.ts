@@ -53,6 +53,8 @@ import { unwrap } from './worker-wire.js';
 const WATCHDOG_SLACK_MS = 1_000;
 
 const encoder = new TextEncoder();
+/** Cancels remembered for waits that have not arrived (bounded: the oldest are forgotten). */
+const MAX_EARLY_CANCELS = 1_000;
 
 export interface StreamHostDeps {
   storage: DoStorageApi;
@@ -116,6 +118,8 @@ export class StreamHost {
   private indexed: string | null | undefined = undefined;
   /** Waits under way, by the caller's wait id (cancelWait). */
   private readonly waits = new Map<string, AbortController>();
+  /** Ids cancelled before their wait arrived (calls on one stub arrive in order; this is the fallback). */
+  private readonly cancelledEarly = new Set<string>();
 
   constructor(private readonly deps: StreamHostDeps) {
     const { env, logger } = deps;
@@ -294,6 +298,7 @@ export class StreamHost {
   /** The engine's waitForEvent; `cancelWait(waitId)` cancels it (the HTTP client or RPC session went away). */
   async waitForEvent(projectId: string | null, path: string, body: WaitForEventBody, waitId: string): Promise<WaitForEventResponse> {
     const cancel = new AbortController();
+    if (this.cancelledEarly.delete(waitId)) cancel.abort();
     this.waits.set(waitId, cancel);
     try {
       return await this.call(projectId, path, (s) => s.waitForEvent(projectId, path, body, cancel.signal));
@@ -304,8 +309,13 @@ export class StreamHost {
 
   cancelWait(waitId: string): boolean {
     const cancel = this.waits.get(waitId);
-    cancel?.abort();
-    return cancel !== undefined;
+    if (cancel) {
+      cancel.abort();
+      return true;
+    }
+    this.cancelledEarly.add(waitId);
+    if (this.cancelledEarly.size > MAX_EARLY_CANCELS) this.cancelledEarly.delete(this.cancelledEarly.values().next().value!);
+    return false;
   }
 
   /** A processor host registered in the project (worker-hub.ts): rows waiting for one are due now. */
