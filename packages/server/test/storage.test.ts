@@ -8,7 +8,7 @@
  * wrap the statements it prepares (to count COMMITs), a second connection sees what is really
  * committed, and a deferred foreign-key violation makes a COMMIT fail on demand.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -46,6 +46,7 @@ function sqliteFactory(options: SqliteStorageOptions): () => Promise<StorageUnde
 describeStorageConformance('SqliteStorage durability=full', sqliteFactory({ durability: 'full' }));
 describeStorageConformance('SqliteStorage durability=relaxed', sqliteFactory({ durability: 'relaxed' }));
 describeStorageConformance('SqliteStorage groupCommit=false', sqliteFactory({ groupCommit: false }));
+describeStorageConformance('SqliteStorage exclusive (as the Node host opens it)', sqliteFactory({ exclusive: true }));
 describeStorageConformance(
   'SqliteStorage durability=relaxed groupCommit=false',
   sqliteFactory({ durability: 'relaxed', groupCommit: false }),
@@ -123,6 +124,21 @@ describe('SqliteStorage adapter specifics', () => {
       const relaxed = storage({ durability: 'relaxed' });
       expect(relaxed.db.pragma('journal_mode', { simple: true })).toBe('wal');
       expect(relaxed.db.pragma('synchronous', { simple: true })).toBe(1);
+    });
+
+    it('exclusive: WAL with the index in memory (no -shm file); other connections are locked out until it closes', async () => {
+      const s = storage({ exclusive: true });
+      expect(s.db.pragma('locking_mode', { simple: true })).toBe('exclusive');
+      expect(s.db.pragma('journal_mode', { simple: true })).toBe('wal');
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('a')`));
+      await s.flush();
+      expect(existsSync(`${file}-shm`)).toBe(false);
+      const other = new Database(file, { readonly: true, timeout: 0 });
+      open.push(other);
+      expect(() => rows(other)).toThrow(/locked/);
+      s.close();
+      expect(rows(other)).toBe(1);
     });
 
     it('full: a group with a durable write syncs the WAL once; a group of only non-durable writes does not', async () => {

@@ -106,7 +106,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   let webhookSecret: string;
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
-    storage = new SqliteStorage(join(dataDir, 'rivulet.db'), { durability: options.durability ?? 'full' });
+    // The data folder is locked to this process, so the database may hold its locks (exclusive).
+    storage = new SqliteStorage(join(dataDir, 'rivulet.db'), { durability: options.durability ?? 'full', exclusive: true });
     openSchema(storage);
   } catch (error) {
     unlock();
