@@ -2,10 +2,10 @@
  * Live connections and waitForEvent across Durable Objects (protocol §19; docs/cloudflare.md §1.4).
  * The engine's ConnectionHub runs in the stream's own object, beside its actor, exactly as in the
  * Node host; the RPC session that opened a connection — and the client's callback — live in the
- * project's hub. The hub passes the stream object a function by reference that forwards each
- * batch to the client's capnweb stub, and its promise settling is the batch's delivery, so the
- * engine's one-batch-at-a-time loop and its backlog bound work unchanged (a slow client delays only
- * its own connection). The stream object answers a `ConnectionControl` by reference, which the
+ * project's hub. The hub passes the stream object an opener by reference whose
+ * `processEventBatch` forwards each batch to the client's capnweb stub; its promise settling is
+ * the batch's delivery, so the engine's one-batch-at-a-time loop and its backlog bound work
+ * unchanged (a slow client delays only its own connection). The stream object answers a `ConnectionControl` by reference, which the
  * hub's handle drives (`close`, `whenClosed`). Each side keeps a call pending on the other
  * (`whenClosed`, `untilClosed`), which fails when the other's object goes away.
  *
@@ -49,6 +49,7 @@ export class ConnectionControl extends RpcTarget implements ConnectionControlApi
     return this.#handle.closed;
   }
 
+  /** The hub released it while the connection was open: nobody can drive or close it any more. */
   [Symbol.dispose](): void {
     if (!this.#handle.isClosed) void this.#handle.close('session-ended', 'the RPC hub that opened it went away');
   }
