@@ -11,7 +11,7 @@ import { setSubscriptionCursor } from '../../src/engine/commands.js';
 import { webhookReceiver } from '../../src/engine/delivery/webhook-receiver.js';
 import { webhookSecretOf } from '../../src/core/webhook-signature.js';
 import { nodeOutbound } from '../../src/hosts/node-outbound.js';
-import { HookServer, signatureHeaders } from '../helpers/hook-server.js';
+import { HookServer, signatureHeaders, type HookRequest } from '../helpers/hook-server.js';
 import { createHarness, waitFor, webhookSub, x, type Harness, type HarnessOptions } from './harness.js';
 
 const SECRET = webhookSecretOf(crypto.getRandomValues(new Uint8Array(32)));
@@ -148,5 +148,94 @@ describe('failures', () => {
     await h.caughtUp('/s', 'k');
     expect(hooks.offsets()).toEqual(appended.map((e) => e.offset));
     expect(h.eventsOfType('/s', EventType.errorOccurred)).toEqual([]);
+  });
+});
+
+/**
+ * Webhooks read a page of owed events at once and prepare the next POST while the previous one is
+ * in flight (engine/delivery/read-ahead.ts, prepare.ts). None of that may show on the wire: one
+ * event per POST, strictly in order, the next only after the previous was answered; a failure
+ * retries its event alone first; a delivery prepared for a run that ended is never sent.
+ */
+describe('read-ahead and the prepared next POST', () => {
+  /** Answers each request after `delayMs`, and records how many were ever open at once. */
+  function slowReceiver(delayMs: number, status: (request: HookRequest) => number = () => 204): { maxOpen: () => number } {
+    let open = 0;
+    let maxOpen = 0;
+    hooks.script = (request) => {
+      open++;
+      maxOpen = Math.max(maxOpen, open);
+      return (res) => {
+        setTimeout(() => {
+          open--;
+          res.writeHead(status(request));
+          res.end();
+        }, delayMs);
+      };
+    };
+    return { maxOpen: () => maxOpen };
+  }
+
+  it('a backlog longer than a page, with non-matching events between, goes one POST per event, in order, one at a time', async () => {
+    await setup();
+    const receiver = slowReceiver(1);
+    const appended = await h.append('/s', ...Array.from({ length: 200 }, (_, i) => (i % 3 === 2 ? { type: 'app/other' } : x(i))));
+    await h.configure('/s', webhookSub('k', { url: hooks.url(), eventTypes: ['app/x'], start: 'beginning' }));
+    await h.caughtUp('/s', 'k', 10_000);
+
+    const xs = appended.filter((e) => e.type === 'app/x');
+    expect(xs.length).toBeGreaterThan(64 * 2);
+    expect(hooks.offsets()).toEqual(xs.map((e) => e.offset));
+    expect(receiver.maxOpen()).toBe(1);
+    expect(hooks.envelopes().every((e) => e.attempt === 1)).toBe(true);
+    expect(new Set(hooks.envelopes().map((e) => e.deliveryId)).size).toBe(xs.length);
+    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: h.head('/s'), attempt: 0, inFlightDeadlineAt: null });
+  });
+
+  it('a failure in the middle of a run of POSTs is retried alone, under the same webhook-id, before the next event', async () => {
+    await setup({ maxDeliveryAttempts: 5, retryBaseMs: 5, retryMaxMs: 20 });
+    const appended = await h.append('/s', ...Array.from({ length: 10 }, (_, i) => x(i)));
+    const bad = appended[4]!;
+    let failedOnce = false;
+    const receiver = slowReceiver(1, (request) => {
+      if (request.envelope.event.offset !== bad.offset || failedOnce) return 204;
+      failedOnce = true;
+      return 500;
+    });
+    await h.configure('/s', webhookSub('k', { url: hooks.url(), eventTypes: ['app/x'], start: 'beginning' }));
+    await h.caughtUp('/s', 'k');
+
+    const offsets = appended.map((e) => e.offset);
+    expect(hooks.offsets()).toEqual([...offsets.slice(0, 5), bad.offset, ...offsets.slice(5)]);
+    const tries = hooks.envelopes().filter((e) => e.event.offset === bad.offset);
+    expect(tries.map((e) => e.attempt)).toEqual([1, 2]);
+    expect(tries[0]!.deliveryId).toBe(tries[1]!.deliveryId);
+    expect(hooks.envelopes().filter((e) => e.event.offset !== bad.offset).every((e) => e.attempt === 1)).toBe(true);
+    expect(receiver.maxOpen()).toBe(1);
+  });
+
+  it('a cursor set while a POST is out ends the old run there: its prepared next POST is never sent', async () => {
+    await setup();
+    const appended = await h.append('/s', ...Array.from({ length: 30 }, (_, i) => x(i)));
+    const configured = await h.configure('/s', webhookSub('k', { url: hooks.url(), eventTypes: ['app/x'], start: 'beginning' }));
+    let cursorSet: Promise<unknown> | undefined;
+    hooks.script = (_request, index) => (res) => {
+      // The tenth POST is answered only after the cursor set committed: its success is a late one.
+      const answerAfter = index === 9 ? (cursorSet ??= setSubscriptionCursor(h.actor('/s'), { subscriptionKey: 'k', afterOffset: appended[0]!.offset - 1 })) : Promise.resolve();
+      void answerAfter.then(() => {
+        res.writeHead(204);
+        res.end();
+      });
+    };
+    await waitFor(() => cursorSet, 'the cursor set');
+    await cursorSet;
+    await waitFor(() => hooks.requests.length >= 10 + appended.length && h.sub('/s', 'k').acknowledgedOffset === h.head('/s'), 'the new run caught up', 10_000);
+
+    const offsets = appended.map((e) => e.offset);
+    const oldRun = hooks.envelopes().filter((e) => e.cursorChangedAtSourceOffset === configured.offset);
+    const newRun = hooks.envelopes().filter((e) => e.cursorChangedAtSourceOffset !== configured.offset);
+    expect(oldRun.map((e) => e.event.offset)).toEqual(offsets.slice(0, 10));
+    expect(newRun.map((e) => e.event.offset)).toEqual(offsets);
+    expect(hooks.requests).toHaveLength(10 + offsets.length);
   });
 });

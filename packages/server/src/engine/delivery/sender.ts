@@ -8,19 +8,22 @@
  * A delivery belongs to a run (configuration offset, cursor-set offset). Its result is applied only
  * if the row is still on that run and the delivery is still the current one: a late success of a
  * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it (S39).
+ *
+ * Here: the loop, the flights, the watchdog and the call. What a delivery sends is prepare.ts (with
+ * read-ahead.ts for webhooks); what a failure does to the row is failures.ts.
  */
-import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type CommittedEvent, type OutboundEntry } from '@rivulet/contract';
-import { shapeEvent } from '../../core/filter.js';
-import { afterFailure, ladderDefaults, type Failure, type LadderKnobs } from '../../core/ladder.js';
-import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
+import { ladderDefaults, type LadderKnobs } from '../../core/ladder.js';
+import type { SubscriptionRow } from '../../core/repair.js';
 import type { Clock, Random } from '../../ports/clock.js';
 import type { AlarmFactory, StreamAlarm } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
-import { collectBatch } from './collect.js';
+import { DeliveryFailures, type Flight } from './failures.js';
+import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver, type ProcessorWaker } from './processor-driver.js';
-import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receivers } from './receiver.js';
+import { errorText, type DeliveryOutcome, type Receivers } from './receiver.js';
 
 export interface SenderDeps {
   clock: Clock;
@@ -34,24 +37,12 @@ export interface SenderDeps {
   log(message: string, error?: unknown): void;
 }
 
-interface Flight {
-  run: string;
-}
-
-const MAX_BATCH_EVENTS = 1000;
-const MAX_BATCH_BYTES = 1_048_576;
+/** After one delivery: whether the same key is owed another at once, and that one if prepared. */
+type Step = { again: false } | { again: true; next: Prepared | undefined };
+const STOP: Step = { again: false };
 
 /** A run is one lifetime of the source, one configuration and one cursor-set (protocol §12.1). */
 const runOf = (streamId: string, row: SubscriptionRow) => `${streamId}:${row.runConfiguredAt}:${row.runCursorSetAt}`;
-
-function cut(text: string): string {
-  return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
-}
-
-function policyOf(entry: OutboundEntry): 'halt' | 'skip' {
-  const receiver = entry.configuration.receiver;
-  return receiver.action === 'itx-call' || receiver.action === 'webhook-post' ? receiver.delivery.onFailingEvent : 'halt';
-}
 
 export class StreamSender {
   private readonly flights = new Map<string, Flight>();
@@ -60,12 +51,30 @@ export class StreamSender {
   private closed = false;
   /** Delivery of processor-wake rows (processor-driver.ts), created with the first such row. */
   private processors: ProcessorDriver | undefined;
+  private readonly failures: DeliveryFailures;
+  private readonly preparer: DeliveryPreparer;
 
   constructor(
     readonly actor: StreamActor,
     private readonly deps: SenderDeps,
   ) {
     this.alarm = deps.alarms.create(() => this.check());
+    this.failures = new DeliveryFailures({
+      actor,
+      clock: deps.clock,
+      random: deps.random,
+      knobs: () => this.knobs,
+      current: (key, flight) => this.current(key, flight),
+      write: (row) => this.write(row),
+      log: (message, error) => deps.log(message, error),
+    });
+    this.preparer = new DeliveryPreparer({
+      actor,
+      receivers: deps.receivers,
+      failures: this.failures,
+      current: (key, flight) => this.current(key, flight),
+      write: (row) => this.write(row),
+    });
   }
 
   get knobs(): LadderKnobs {
@@ -88,8 +97,8 @@ export class StreamSender {
       runOf: (streamId, row) => runOf(streamId, row),
       current: (key, flight) => this.current(key, flight),
       write: (row) => this.write(row),
-      failed: (key, entry, flight, failure, error) => this.failed(key, entry, flight, failure, error),
-      conditionFailed: (key, entry, flight, row, offset, error) => this.conditionFailed(key, entry, flight, row, offset, error),
+      failed: (key, entry, flight, failure, error) => this.failures.failed(key, entry, flight, failure, error),
+      conditionFailed: (key, entry, flight, row, offset, error) => this.failures.conditionFailed(key, entry, flight, row, offset, error),
       recheck: () => this.recheck(),
       poke: () => this.poke(),
       log: (message, error) => this.deps.log(message, error),
@@ -132,21 +141,6 @@ export class StreamSender {
     return allPassed;
   }
 
-  /** Events of the source read by receivers (the run's configure event): immutable per lifetime. */
-  private readonly sourceEvents = new Map<string, CommittedEvent>();
-
-  private sourceEvent(streamId: string, offset: number): CommittedEvent | undefined {
-    const key = `${streamId}:${offset}`;
-    let event = this.sourceEvents.get(key);
-    if (!event) {
-      event = this.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
-      if (!event) return undefined;
-      if (this.sourceEvents.size >= 64) this.sourceEvents.delete(this.sourceEvents.keys().next().value as string);
-      this.sourceEvents.set(key, event);
-    }
-    return event;
-  }
-
   /** Schedules a send check soon, outside the caller's promise chain (SEMANTICS §8). */
   poke(): void {
     if (this.queued || this.closed) return;
@@ -172,6 +166,7 @@ export class StreamSender {
     this.closed = true;
     this.alarm.clear();
     this.processors?.close();
+    this.preparer.retain();
     if (this.actor.exists) this.actor.subscriptions.persistDirty();
   }
 
@@ -181,8 +176,10 @@ export class StreamSender {
     this.processors?.sweep(state);
     if (!state) {
       this.alarm.clear();
+      this.preparer.retain();
       return;
     }
+    this.preparer.retain((key) => state.subscriptions.outbound.byKey[key] !== undefined);
     const now = this.deps.clock.now();
     const head = this.actor.durableHead;
     let earliest = Number.POSITIVE_INFINITY;
@@ -203,7 +200,7 @@ export class StreamSender {
         continue;
       }
       if (row.cursor >= head && row.inflightDeadlineAt === null) continue;
-      void this.deliver(row.key, entry);
+      void this.deliver(row.key);
     }
     if (Number.isFinite(earliest)) this.alarm.set(earliest);
     else this.alarm.clear();
@@ -216,21 +213,32 @@ export class StreamSender {
     return runOf(streamId, row) === flight.run ? row : undefined;
   }
 
-  private async deliver(key: string, entry: OutboundEntry): Promise<void> {
+  private entryOf(key: string): OutboundEntry | undefined {
+    return this.actor.coreState?.subscriptions.outbound.byKey[key];
+  }
+
+  /**
+   * One key's flight: one delivery, and for webhooks, while each succeeds and more is owed, the
+   * next at once (what the level-triggered check would start anyway), with the next one read and
+   * prepared while the previous POST is in flight.
+   */
+  private async deliver(key: string): Promise<void> {
     const row = this.actor.subscriptions.get(key)!;
     const flight: Flight = { run: runOf(this.actor.coreState!.streamId, row) };
     this.flights.set(key, flight);
     try {
-      await this.deliverOnce(key, entry, row, flight);
+      let step = await this.deliverOnce(key, flight, undefined);
+      while (step.again) step = await this.deliverOnce(key, flight, step.next);
     } catch (error) {
       // Our own fault, not the event's: it backs off and counts towards the halt like an outage,
       // so a persistent fault ends in a visible halt instead of a quiet loop.
       this.deps.log(`delivery of ${this.actor.path} subscription "${key}" failed unexpectedly`, error);
       const now = this.current(key, flight);
-      if (now) {
-        await this.failed(key, entry, flight, { kind: 'unavailable', batchSize: 1, firstOffset: now.cursor + 1 }, `internal error: ${errorText(error)}`).catch(
-          (again: unknown) => this.deps.log(`could not record the failure of ${this.actor.path} subscription "${key}"`, again),
-        );
+      const entry = this.entryOf(key);
+      if (now && entry) {
+        await this.failures
+          .failed(key, entry, flight, { kind: 'unavailable', batchSize: 1, firstOffset: now.cursor + 1 }, `internal error: ${errorText(error)}`)
+          .catch((again: unknown) => this.deps.log(`could not record the failure of ${this.actor.path} subscription "${key}"`, again));
       }
     } finally {
       if (this.flights.get(key) === flight) this.flights.delete(key);
@@ -247,215 +255,82 @@ export class StreamSender {
     this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row), { durable: false });
   }
 
-  private async deliverOnce(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<void> {
-    const action = entry.configuration.receiver.action;
-    const single = row.isolate || action === 'webhook-post';
-    const collected = await collectBatch(this.actor, entry, row.cursor, {
-      maxEvents: single ? 1 : MAX_BATCH_EVENTS,
-      maxBytes: MAX_BATCH_BYTES,
-      scanRows: 1000,
-    });
+  private async deliverOnce(key: string, flight: Flight, ahead: Prepared | undefined): Promise<Step> {
     let current = this.current(key, flight);
-    if (!current) return;
-    if (collected.kind === 'none') {
-      const cursor = Math.max(current.cursor, collected.scannedTo);
-      if (current.inflightDeadlineAt !== null) this.write({ ...current, cursor, inflightDeadlineAt: null });
-      else if (cursor !== current.cursor) this.actor.subscriptions.advanceQuietly(current, cursor);
-      return;
-    }
-    if (collected.kind === 'condition-error' && collected.events.length === 0) {
-      await this.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
-      return;
-    }
-
-    const transform = 'jsonataTransform' in entry.configuration.receiver ? entry.configuration.receiver.jsonataTransform : undefined;
-    const delivered: DeliveredEvent[] = [];
-    for (const event of collected.events) {
-      try {
-        delivered.push({ event, shaped: await shapeEvent(transform, event) });
-      } catch (error) {
-        if (delivered.length > 0) break;
-        await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, `jsonataTransform failed on offset ${event.offset}: ${errorText(error)}`);
-        return;
-      }
-    }
-    const first = delivered[0]!.event.offset;
-    const last = delivered[delivered.length - 1]!.event.offset;
-    const complete = collected.kind === 'events' && delivered.length === collected.events.length;
-    const cursorAfter = complete ? collected.scannedTo : last;
-
+    const entry = this.entryOf(key);
+    if (!current || !entry) return STOP;
+    const action = entry.configuration.receiver.action;
+    // A delivery prepared during the previous call was read after that call's cursor, as attempt 1.
+    const usable = ahead !== undefined && ahead.cursorBefore === current.cursor && current.attempt === 0 && !current.isolate;
+    const prepared = usable ? ahead : await this.preparer.prepare(key, entry, current, flight);
+    if (!prepared) return STOP;
     current = this.current(key, flight);
-    if (!current) return;
-    const state = this.actor.coreState!;
+    if (!current) return STOP;
     const timeout = this.deps.config.deliveryTimeoutMs;
     const started = this.deps.clock.now();
     // The watchdog is stored before the call leaves (SEMANTICS §4).
     this.write({ ...current, inflightDeadlineAt: started + timeout });
-    const generation = runGeneration(current);
-    const ctx: Omit<DeliveryContext, 'signal'> = {
-      projectId: this.actor.projectId,
-      path: this.actor.path,
-      streamId: state.streamId,
-      streamCreatedAt: state.createdAt,
-      subscriptionKey: key,
-      cursorChangedAtSourceOffset: generation,
-      deliveryId: `delivery:${JSON.stringify([state.streamId, key, generation, first, last])}`,
-      attempt: current.attempt + 1,
-      streamMaxOffset: this.actor.durableHead,
-      entry,
-      sourceEvent: (offset) => this.sourceEvent(state.streamId, offset),
-    };
-    const outcome = await this.call(ctx, delivered, timeout);
+    const answer = this.call(prepared, timeout);
+    // While the call is out, the next webhook is read and its body built (never sent before this
+    // one is acknowledged: one event per POST, in order).
+    const next = readsAhead(entry, current) ? this.preparer.ahead(key, entry, flight, prepared.cursorAfter) : undefined;
+    const outcome = await answer;
     current = this.current(key, flight);
-    if (!current) return;
+    if (!current) return STOP;
     const finished = this.deps.clock.now();
     this.deps.metrics?.deliveries.inc({ action, outcome: outcome.ok ? 'ok' : outcome.kind });
-    if (outcome.ok) {
-      const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
-      const completion = finished - Date.parse(delivered[delivered.length - 1]!.event.createdAt);
-      this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
-      this.actor.subscriptions.update({
-        ...current,
-        cursor: Math.max(current.cursor, cursorAfter),
-        attempt: 0,
-        nextAttemptAt: null,
-        inflightDeadlineAt: null,
-        lastError: null,
-        isolate: false,
-        confirmations: 0,
-        confirmOffset: null,
-        skipsWithoutSuccess: 0,
-        bytesSent: current.bytesSent + bytes,
-      });
-      return;
+    if (!outcome.ok) {
+      const first = prepared.delivered[0]!.event.offset;
+      await this.failures.failed(key, entry, flight, { kind: outcome.kind, batchSize: prepared.delivered.length, firstOffset: first }, outcome.error);
+      return STOP;
     }
-    await this.failed(key, entry, flight, { kind: outcome.kind, batchSize: delivered.length, firstOffset: first }, outcome.error);
-  }
-
-  /** A JSONata condition threw on `offset`: one audit, then an ordered failure (SEMANTICS §5.2). */
-  private async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
-    const error = cut(`filter.jsonataCondition threw on offset ${offset}: ${conditionError}`);
-    await this.audit(key, row, offset, 'condition', {
-      message: cut(`subscription "${key}" ${error}`),
-      subscriptionKey: key,
-      offset,
-      error,
+    const completion = finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt);
+    this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
+    const cursor = Math.max(current.cursor, prepared.cursorAfter);
+    this.actor.subscriptions.update({
+      ...current,
+      cursor,
+      attempt: 0,
+      nextAttemptAt: null,
+      inflightDeadlineAt: null,
+      lastError: null,
+      isolate: false,
+      confirmations: 0,
+      confirmOffset: null,
+      skipsWithoutSuccess: 0,
+      bytesSent: current.bytesSent + prepared.bytes,
     });
-    await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: offset }, error);
+    if (next === undefined || cursor >= this.actor.durableHead) return STOP;
+    return { again: true, next: await next };
   }
 
-  private async call(ctx: Omit<DeliveryContext, 'signal'>, events: DeliveredEvent[], timeoutMs: number): Promise<DeliveryOutcome> {
-    const receiver = this.deps.receivers[ctx.entry.configuration.receiver.action];
-    if (!receiver) {
-      return { ok: false, kind: 'unavailable', error: `this server has no ${ctx.entry.configuration.receiver.action} receiver` };
-    }
+  /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it). */
+  private call(prepared: Prepared, timeoutMs: number): Promise<DeliveryOutcome> {
+    const action = prepared.ctx.entry.configuration.receiver.action;
+    const receiver = this.deps.receivers[action];
+    if (!receiver) return Promise.resolve({ ok: false, kind: 'unavailable', error: `this server has no ${action} receiver` });
     const abort = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<DeliveryOutcome>((resolve) => {
-      timer = setTimeout(() => {
+    return new Promise<DeliveryOutcome>((resolve, reject) => {
+      let settled = false;
+      const settle = (outcome: DeliveryOutcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      const timer = setTimeout(() => {
+        settle({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
         abort.abort();
-        resolve({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
       }, timeoutMs);
+      let sent: Promise<DeliveryOutcome>;
+      try {
+        sent = prepared.call ? prepared.call.send(abort.signal) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
+      } catch (error) {
+        clearTimeout(timer);
+        reject(error);
+        return;
+      }
+      sent.then(settle, (error: unknown) => settle({ ok: false, kind: 'failing', error: errorText(error) }));
     });
-    try {
-      return await Promise.race([
-        receiver.deliver({ ...ctx, signal: abort.signal }, events).catch(
-          (error: unknown): DeliveryOutcome => ({ ok: false, kind: 'failing', error: errorText(error) }),
-        ),
-        timedOut,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Appends one idempotent audit line per (key, run, offset) on the source stream; answers whether it is stored. */
-  private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<boolean> {
-    try {
-      await this.actor.append(
-        [
-          {
-            type: EventType.errorOccurred,
-            idempotencyKey: `${INTERNAL_IDEMPOTENCY_PREFIX}${kind}:${JSON.stringify([key, runGeneration(row), offset])}`,
-            payload: payload as never,
-          },
-        ],
-        'platform',
-      );
-      return true;
-    } catch (error) {
-      this.deps.log(`could not append the ${kind} audit of ${this.actor.path} subscription "${key}"`, error);
-      return false;
-    }
-  }
-
-  private async failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void> {
-    const row = this.current(key, flight);
-    if (!row) return;
-    const lastError = cut(error);
-    const now = this.deps.clock.now();
-    const decision = afterFailure(row, failure, policyOf(entry), now, this.deps.random.next(), this.knobs);
-    switch (decision.action) {
-      case 'retry':
-        this.write({
-          ...row,
-          attempt: decision.attempt,
-          confirmations: decision.confirmations,
-          confirmOffset: decision.confirmOffset,
-          nextAttemptAt: decision.nextAttemptAt,
-          inflightDeadlineAt: null,
-          lastError,
-          isolate: true,
-        });
-        return;
-      case 'halt': {
-        this.write({ ...row, attempt: decision.attempts, nextAttemptAt: null, inflightDeadlineAt: null, lastError, isolate: true });
-        try {
-          await this.actor.append(
-            [
-              {
-                type: EventType.subscriptionDeliveryHalted,
-                payload: { subscriptionKey: key, reason: 'delivery-failed', afterOffset: row.cursor, attempts: decision.attempts, error: lastError },
-              },
-            ],
-            'platform',
-          );
-          this.deps.log(`subscription "${key}" of ${this.actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
-        } catch (appendError) {
-          this.deps.log(`could not append the halt of ${this.actor.path} subscription "${key}"`, appendError);
-          const still = this.current(key, flight);
-          if (still) this.write({ ...still, nextAttemptAt: now + this.knobs.baseMs });
-        }
-        return;
-      }
-      case 'skip': {
-        const audited = await this.audit(key, row, decision.offset, 'skip', {
-          message: cut(`subscription "${key}" skipped offset ${decision.offset} after it failed alone ${this.knobs.skipConfirmations} times: ${lastError}`),
-          subscriptionKey: key,
-          offset: decision.offset,
-          error: lastError,
-        });
-        const still = this.current(key, flight);
-        if (!still) return;
-        if (!audited) {
-          // A skip is never applied without its durable audit (SEMANTICS §5.4): try again later.
-          this.write({ ...still, nextAttemptAt: now + this.knobs.baseMs, inflightDeadlineAt: null, lastError });
-          return;
-        }
-        this.write({
-          ...still,
-          cursor: Math.max(still.cursor, decision.offset),
-          attempt: 0,
-          confirmations: 0,
-          confirmOffset: null,
-          skipsWithoutSuccess: still.skipsWithoutSuccess + 1,
-          nextAttemptAt: null,
-          inflightDeadlineAt: null,
-          lastError,
-          isolate: true,
-        });
-        return;
-      }
-    }
   }
 }

@@ -57,7 +57,22 @@ export function classifyWebhookError(error: unknown, signal: AbortSignal): Deliv
   return { ok: false, kind: 'unavailable', error: `webhook not delivered: ${errorText(error)}` };
 }
 
-export function webhookReceiver(deps: WebhookReceiverDeps): Receiver {
+/**
+ * A receiver call whose per-call work that does not depend on the moment of sending is done: the
+ * sender prepares the next webhook while the previous POST is in flight (sender.ts).
+ */
+export interface PreparedCall {
+  send(signal: AbortSignal): Promise<DeliveryOutcome>;
+}
+
+/** A receiver that can prepare its calls ahead (webhook-post). */
+export interface PreparingReceiver extends Receiver {
+  prepare(ctx: Omit<DeliveryContext, 'signal'>, events: readonly DeliveredEvent[]): PreparedCall;
+}
+
+const answered = (outcome: DeliveryOutcome): PreparedCall => ({ send: () => Promise.resolve(outcome) });
+
+export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
   const sign =
     deps.sign ??
     ((): ((id: string, t: number, body: string) => Promise<string>) => {
@@ -65,43 +80,50 @@ export function webhookReceiver(deps: WebhookReceiverDeps): Receiver {
       return async (id, t, body) => signWebhook(await key, id, t, body);
     })();
 
-  async function post(ctx: DeliveryContext, url: string, delivered: DeliveredEvent): Promise<DeliveryOutcome> {
+  /** The envelope and its JSON are built here; the timestamp and the signature when the POST leaves. */
+  function prepare(ctx: Omit<DeliveryContext, 'signal'>, events: readonly DeliveredEvent[]): PreparedCall {
+    const receiver = ctx.entry.configuration.receiver;
+    if (receiver.action !== 'webhook-post') throw new Error('webhook receiver given another action');
+    // The sender sends webhooks one event at a time (SEMANTICS §4); anything else is our bug: halt visibly.
+    if (events.length !== 1) return answered({ ok: false, kind: 'fatal', error: `internal error: a webhook delivery carries one event, this one ${events.length}` });
+    const delivered = events[0]!;
     const configuredEvent = ctx.sourceEvent(ctx.entry.configuredAtOffset);
     if (!configuredEvent || configuredEvent.type !== EventType.subscriptionConfigured) {
       // The run's own configure event is gone: the stream changed under this delivery; try again.
-      return { ok: false, kind: 'unavailable', error: `the subscription-configured event at offset ${ctx.entry.configuredAtOffset} is not readable` };
+      return answered({ ok: false, kind: 'unavailable', error: `the subscription-configured event at offset ${ctx.entry.configuredAtOffset} is not readable` });
     }
     const envelope = webhookEnvelope(ctx, configuredEvent, delivered.event, delivered.shaped);
     const body = JSON.stringify(envelope);
     const id = envelope.deliveryId;
-    const timestamp = Math.floor(deps.clock.now() / 1000);
-    const signature = await sign(id, timestamp, body);
-    let answer: OutboundAnswer;
-    try {
-      answer = await deps.http.post(url, {
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': WEBHOOK_USER_AGENT,
-          'webhook-id': id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': signature,
-        },
-        body,
-        signal: ctx.signal,
-      });
-    } catch (error) {
-      return classifyWebhookError(error, ctx.signal);
-    }
-    return classifyWebhookAnswer(answer);
+    const url = receiver.url;
+    return {
+      async send(signal) {
+        const timestamp = Math.floor(deps.clock.now() / 1000);
+        const signed = sign(id, timestamp, body);
+        const signature = typeof signed === 'string' ? signed : await signed;
+        let answer: OutboundAnswer;
+        try {
+          answer = await deps.http.post(url, {
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': WEBHOOK_USER_AGENT,
+              'webhook-id': id,
+              'webhook-timestamp': String(timestamp),
+              'webhook-signature': signature,
+            },
+            body,
+            signal,
+          });
+        } catch (error) {
+          return classifyWebhookError(error, signal);
+        }
+        return classifyWebhookAnswer(answer);
+      },
+    };
   }
 
   return {
-    async deliver(ctx, events) {
-      const receiver = ctx.entry.configuration.receiver;
-      if (receiver.action !== 'webhook-post') throw new Error('webhook receiver given another action');
-      // The sender sends webhooks one event at a time (SEMANTICS §4); anything else is our bug: halt visibly.
-      if (events.length !== 1) return { ok: false, kind: 'fatal', error: `internal error: a webhook delivery carries one event, this one ${events.length}` };
-      return post(ctx, receiver.url, events[0]!);
-    },
+    prepare,
+    deliver: async (ctx, events) => prepare(ctx, events).send(ctx.signal),
   };
 }

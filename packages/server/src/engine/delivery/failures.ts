@@ -1,0 +1,151 @@
+/**
+ * What a failed delivery does to its subscription (SEMANTICS §5.2, §5.4; protocol §12.4–12.6):
+ * the ladder's decision (core/ladder.ts) applied to the runtime row — a retry after a back-off, a
+ * halt with its `subscription-delivery-halted` fact, or a skip with its `error-occurred` audit —
+ * and the audit of a JSONata condition that threw. The send loop (sender.ts) and the processor
+ * driver both end failed deliveries here.
+ *
+ * Every result is applied only while the delivery is still the current one of its run (`current`):
+ * a late failure of a superseded run cannot delay or fail the new one.
+ */
+import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type OutboundEntry } from '@rivulet/contract';
+import { afterFailure, type Failure, type LadderKnobs } from '../../core/ladder.js';
+import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import type { Clock, Random } from '../../ports/clock.js';
+import type { StreamActor } from '../actor.js';
+
+/** One delivery of one key, started in one run (sender.ts). */
+export interface Flight {
+  run: string;
+}
+
+export interface FailureDeps {
+  actor: StreamActor;
+  clock: Clock;
+  random: Random;
+  knobs(): LadderKnobs;
+  /** The row, while `flight` is still the current delivery of its run. */
+  current(key: string, flight: Flight): SubscriptionRow | undefined;
+  /** Writes delivery progress (not synced on its own, protocol §12.9). */
+  write(row: SubscriptionRow): void;
+  log(message: string, error?: unknown): void;
+}
+
+/** Error text persisted in events is cut at 4096 characters (SEMANTICS §5.4). */
+export function cut(text: string): string {
+  return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
+}
+
+function policyOf(entry: OutboundEntry): 'halt' | 'skip' {
+  const receiver = entry.configuration.receiver;
+  return receiver.action === 'itx-call' || receiver.action === 'webhook-post' ? receiver.delivery.onFailingEvent : 'halt';
+}
+
+export class DeliveryFailures {
+  constructor(private readonly deps: FailureDeps) {}
+
+  /** A JSONata condition threw on `offset`: one audit, then an ordered failure (SEMANTICS §5.2). */
+  async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
+    const error = cut(`filter.jsonataCondition threw on offset ${offset}: ${conditionError}`);
+    await this.audit(key, row, offset, 'condition', {
+      message: cut(`subscription "${key}" ${error}`),
+      subscriptionKey: key,
+      offset,
+      error,
+    });
+    await this.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: offset }, error);
+  }
+
+  /** Appends one idempotent audit line per (key, run, offset) on the source stream; answers whether it is stored. */
+  private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<boolean> {
+    const { actor } = this.deps;
+    try {
+      await actor.append(
+        [
+          {
+            type: EventType.errorOccurred,
+            idempotencyKey: `${INTERNAL_IDEMPOTENCY_PREFIX}${kind}:${JSON.stringify([key, runGeneration(row), offset])}`,
+            payload: payload as never,
+          },
+        ],
+        'platform',
+      );
+      return true;
+    } catch (error) {
+      this.deps.log(`could not append the ${kind} audit of ${actor.path} subscription "${key}"`, error);
+      return false;
+    }
+  }
+
+  async failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void> {
+    const { actor, current, write } = this.deps;
+    const row = current(key, flight);
+    if (!row) return;
+    const knobs = this.deps.knobs();
+    const lastError = cut(error);
+    const now = this.deps.clock.now();
+    const decision = afterFailure(row, failure, policyOf(entry), now, this.deps.random.next(), knobs);
+    switch (decision.action) {
+      case 'retry':
+        write({
+          ...row,
+          attempt: decision.attempt,
+          confirmations: decision.confirmations,
+          confirmOffset: decision.confirmOffset,
+          nextAttemptAt: decision.nextAttemptAt,
+          inflightDeadlineAt: null,
+          lastError,
+          isolate: true,
+        });
+        return;
+      case 'halt': {
+        write({ ...row, attempt: decision.attempts, nextAttemptAt: null, inflightDeadlineAt: null, lastError, isolate: true });
+        try {
+          await actor.append(
+            [
+              {
+                type: EventType.subscriptionDeliveryHalted,
+                payload: { subscriptionKey: key, reason: 'delivery-failed', afterOffset: row.cursor, attempts: decision.attempts, error: lastError },
+              },
+            ],
+            'platform',
+          );
+          this.deps.log(`subscription "${key}" of ${actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
+        } catch (appendError) {
+          this.deps.log(`could not append the halt of ${actor.path} subscription "${key}"`, appendError);
+          const still = current(key, flight);
+          if (still) write({ ...still, nextAttemptAt: now + knobs.baseMs });
+        }
+        return;
+      }
+      case 'skip': {
+        const audited = await this.audit(key, row, decision.offset, 'skip', {
+          message: cut(`subscription "${key}" skipped offset ${decision.offset} after it failed alone ${knobs.skipConfirmations} times: ${lastError}`),
+          subscriptionKey: key,
+          offset: decision.offset,
+          error: lastError,
+        });
+        const still = current(key, flight);
+        if (!still) return;
+        if (!audited) {
+          // A skip is never applied without its durable audit (SEMANTICS §5.4): try again later.
+          write({ ...still, nextAttemptAt: now + knobs.baseMs, inflightDeadlineAt: null, lastError });
+          return;
+        }
+        write({
+          ...still,
+          cursor: Math.max(still.cursor, decision.offset),
+          attempt: 0,
+          confirmations: 0,
+          confirmOffset: null,
+          skipsWithoutSuccess: still.skipsWithoutSuccess + 1,
+          nextAttemptAt: null,
+          inflightDeadlineAt: null,
+          lastError,
+          isolate: true,
+        });
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * What one delivery sends (SEMANTICS §5.2, protocol §12.3): the events a subscription owes after
+ * its cursor, shaped by its transform, with the call's context (the run's stamp, the delivery id,
+ * the attempt) and, for receivers that can, the call itself prepared (a webhook's body). Deliveries
+ * that need no call are settled here: nothing owed moves the cursor past what was scanned; a
+ * condition or a transform that throws is an ordered failure (failures.ts).
+ *
+ * Webhooks read ahead (read-ahead.ts), and the sender prepares the next webhook while the previous
+ * POST is in flight (`ahead`): it is used only if that POST succeeds and leaves the cursor exactly
+ * where the prepared one was read from.
+ */
+import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
+import { shapeEvent } from '../../core/filter.js';
+import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import type { StreamActor } from '../actor.js';
+import { collectBatch } from './collect.js';
+import type { DeliveryFailures, Flight } from './failures.js';
+import { ReadAhead, type Owed } from './read-ahead.js';
+import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver, type Receivers } from './receiver.js';
+import type { PreparedCall, PreparingReceiver } from './webhook-receiver.js';
+
+/** One delivery ready to leave: its events, where a success leaves the cursor, the receiver call. */
+export interface Prepared {
+  ctx: Omit<DeliveryContext, 'signal'>;
+  delivered: DeliveredEvent[];
+  /** The cursor the delivery was read after; a delivery prepared ahead is used only from there. */
+  cursorBefore: number;
+  cursorAfter: number;
+  bytes: number;
+  /** The call with its per-call work done, when the receiver prepares calls (webhooks). */
+  call: PreparedCall | undefined;
+}
+
+export interface PrepareDeps {
+  actor: StreamActor;
+  receivers: Receivers;
+  failures: DeliveryFailures;
+  /** The row, while `flight` is still the current delivery of its run. */
+  current(key: string, flight: Flight): SubscriptionRow | undefined;
+  /** Writes delivery progress (not synced on its own, protocol §12.9). */
+  write(row: SubscriptionRow): void;
+}
+
+const MAX_BATCH_EVENTS = 1000;
+const MAX_BATCH_BYTES = 1_048_576;
+
+const preparing = (receiver: Receiver | undefined): receiver is PreparingReceiver =>
+  receiver !== undefined && typeof (receiver as Partial<PreparingReceiver>).prepare === 'function';
+
+function transformOf(entry: OutboundEntry): string | undefined {
+  const receiver = entry.configuration.receiver;
+  return 'jsonataTransform' in receiver ? receiver.jsonataTransform : undefined;
+}
+
+/** Webhooks carry one event per call and read ahead, except while a failure isolates the event. */
+export function readsAhead(entry: OutboundEntry, row: SubscriptionRow): boolean {
+  return entry.configuration.receiver.action === 'webhook-post' && !row.isolate;
+}
+
+export class DeliveryPreparer {
+  private readonly readAhead: ReadAhead;
+  /** Events of the source read by receivers (the run's configure event): immutable per lifetime. */
+  private readonly sourceEvents = new Map<string, CommittedEvent>();
+
+  constructor(private readonly deps: PrepareDeps) {
+    this.readAhead = new ReadAhead(deps.actor);
+  }
+
+  /** Forgets what was read ahead for keys that are no longer configured (all keys without `configured`). */
+  retain(configured?: (key: string) => boolean): void {
+    if (configured) this.readAhead.retain(configured);
+    else this.readAhead.clear();
+  }
+
+  /**
+   * Reads what `key` owes after its cursor and shapes it, or settles what needs no call: nothing
+   * owed (the cursor moves past what was scanned), a condition or a transform that threw.
+   */
+  async prepare(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<Prepared | undefined> {
+    const { actor, failures } = this.deps;
+    const single = row.isolate || entry.configuration.receiver.action === 'webhook-post';
+    const collected: Owed = readsAhead(entry, row)
+      ? await this.readAhead.next(key, flight.run, entry, row.cursor)
+      : await collectBatch(actor, entry, row.cursor, { maxEvents: single ? 1 : MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
+    const current = this.deps.current(key, flight);
+    if (!current) return undefined;
+    if (collected.kind === 'none') {
+      const cursor = Math.max(current.cursor, collected.scannedTo);
+      if (current.inflightDeadlineAt !== null) this.deps.write({ ...current, cursor, inflightDeadlineAt: null });
+      else if (cursor !== current.cursor) actor.subscriptions.advanceQuietly(current, cursor);
+      return undefined;
+    }
+    if (collected.kind === 'condition-error' && collected.events.length === 0) {
+      await failures.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
+      return undefined;
+    }
+    const transform = transformOf(entry);
+    const delivered: DeliveredEvent[] = [];
+    for (const event of collected.events) {
+      try {
+        delivered.push({ event, shaped: await shapeEvent(transform, event) });
+      } catch (error) {
+        if (delivered.length > 0) break;
+        await failures.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, `jsonataTransform failed on offset ${event.offset}: ${errorText(error)}`);
+        return undefined;
+      }
+    }
+    const complete = collected.kind === 'events' && delivered.length === collected.events.length;
+    const last = delivered[delivered.length - 1]!.event.offset;
+    return this.prepared(key, entry, row.cursor, complete ? collected.scannedTo : last, row.attempt + 1, delivered);
+  }
+
+  /**
+   * The webhook after `cursor`, prepared while the call before it is in flight, or undefined
+   * whenever anything is unusual (nothing owed yet, a condition or transform that throws, the run
+   * changed): the next delivery then prepares itself and settles that on its own.
+   */
+  async ahead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
+    try {
+      if (cursor >= this.deps.actor.durableHead) return undefined;
+      const owed = await this.readAhead.next(key, flight.run, entry, cursor);
+      if (owed.kind !== 'events' || !this.deps.current(key, flight)) return undefined;
+      const event = owed.events[0]!;
+      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event) }];
+      return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private prepared(key: string, entry: OutboundEntry, cursorBefore: number, cursorAfter: number, attempt: number, delivered: DeliveredEvent[]): Prepared | undefined {
+    const { actor } = this.deps;
+    const state = actor.coreState;
+    const row = actor.subscriptions.get(key);
+    if (!state || !row) return undefined;
+    const generation = runGeneration(row);
+    const first = delivered[0]!.event.offset;
+    const last = delivered[delivered.length - 1]!.event.offset;
+    const ctx: Omit<DeliveryContext, 'signal'> = {
+      projectId: actor.projectId,
+      path: actor.path,
+      streamId: state.streamId,
+      streamCreatedAt: state.createdAt,
+      subscriptionKey: key,
+      cursorChangedAtSourceOffset: generation,
+      deliveryId: `delivery:${JSON.stringify([state.streamId, key, generation, first, last])}`,
+      attempt,
+      streamMaxOffset: actor.durableHead,
+      entry,
+      sourceEvent: (offset) => this.sourceEvent(state.streamId, offset),
+    };
+    const receiver = this.deps.receivers[entry.configuration.receiver.action];
+    const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
+    return { ctx, delivered, cursorBefore, cursorAfter, bytes, call: preparing(receiver) ? receiver.prepare(ctx, delivered) : undefined };
+  }
+
+  private sourceEvent(streamId: string, offset: number): CommittedEvent | undefined {
+    const key = `${streamId}:${offset}`;
+    let event = this.sourceEvents.get(key);
+    if (!event) {
+      event = this.deps.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
+      if (!event) return undefined;
+      if (this.sourceEvents.size >= 64) this.sourceEvents.delete(this.sourceEvents.keys().next().value as string);
+      this.sourceEvents.set(key, event);
+    }
+    return event;
+  }
+}
