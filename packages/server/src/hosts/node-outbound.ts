@@ -12,7 +12,8 @@
  * - At most `maxResponseBytes` of a response body are read; past that the socket is destroyed.
  * - The caller's signal destroys the request, whatever stage it is in (DNS, connect, body).
  *
- * Sockets are kept alive per instance (its own agents), and close() ends them.
+ * Sockets are kept alive per instance (its own agents), and close() ends them. A webhook URL is
+ * parsed once (a small cache of the URLs in use); the destination is still vetted on every request.
  */
 import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -46,6 +47,18 @@ export interface NodeOutbound extends OutboundHttp {
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** Parsed URLs kept at most (one per webhook URL in use; the oldest is dropped first). */
+const URL_CACHE = 256;
+
+/** A URL checked for its scheme, with the request options that follow from it alone. */
+interface Target {
+  url: URL;
+  https: boolean;
+  /** Whether the host is a public address literal: node connects to exactly it, nothing to resolve. */
+  literal: boolean;
+  options: RequestOptions;
+}
 
 const systemResolver: HostResolver = async (hostname) =>
   (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
@@ -94,13 +107,55 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   const refuses = options.refuses ?? isPrivateAddress;
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
-  /** Undefined when the system may resolve the host itself; else the addresses it may connect to. */
-  async function vet(url: URL, signal: AbortSignal): Promise<LookupFunction | undefined> {
-    if (options.allowPrivate) return undefined;
+  const targets = new Map<string, Target>();
+
+  /** The parsed URL with its request options, or an error for a URL that is never sent to. */
+  function target(raw: string): Target {
+    let cached = targets.get(raw);
+    if (cached) return cached;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new Error(`"${raw}" is not an absolute URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`refused to send to ${url.protocol} URLs (http and https only)`);
+    const https = url.protocol === 'https:';
     const host = url.hostname;
-    if (isPrivateHost(host)) throw new Error(`refused to send to ${host}: it is ${PRIVATE_HINT}`);
     const bare = host.startsWith('[') ? host.slice(1, -1) : host;
-    if (isIP(bare) !== 0) return undefined; // a public literal: node connects to exactly it
+    cached = {
+      url,
+      https,
+      literal: isIP(bare) !== 0,
+      options: {
+        method: 'POST',
+        hostname: bare,
+        port: url.port === '' ? (https ? 443 : 80) : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        agent: https ? agents.https : agents.http,
+        ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+      },
+    };
+    if (targets.size >= URL_CACHE) targets.delete(targets.keys().next().value as string);
+    targets.set(raw, cached);
+    return cached;
+  }
+
+  /**
+   * True when node may connect on its own (private destinations allowed, or a public address
+   * literal); throws for a refused host; false when the name must be resolved and vetted first.
+   */
+  function vetLiteral(t: Target): boolean {
+    if (options.allowPrivate) return true;
+    const host = t.url.hostname;
+    if (isPrivateHost(host)) throw new Error(`refused to send to ${host}: it is ${PRIVATE_HINT}`);
+    return t.literal; // a public literal: node connects to exactly it
+  }
+
+  /** The addresses a host name may be connected to, resolved once and all vetted. */
+  async function vetResolved(url: URL, signal: AbortSignal): Promise<LookupFunction> {
+    const host = url.hostname;
+    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
     let addresses: ResolvedAddress[];
     try {
       addresses = await abortable(resolve(bare), signal);
@@ -114,20 +169,14 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     return pinnedLookup(addresses);
   }
 
-  function send(url: URL, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
-    const https = url.protocol === 'https:';
-    const host = url.hostname;
+  function send(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
+    const https = t.https;
     const requestOptions: RequestOptions = {
-      method: 'POST',
-      hostname: host.startsWith('[') ? host.slice(1, -1) : host,
-      port: url.port === '' ? (https ? 443 : 80) : Number(url.port),
-      path: `${url.pathname}${url.search}`,
+      ...t.options,
       headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
-      agent: https ? agents.https : agents.http,
-      ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
       ...(lookup ? { lookup } : {}),
     };
-    const where = url.origin;
+    const where = t.url.origin;
     return new Promise<OutboundAnswer>((resolvePromise, reject) => {
       let request: ClientRequest;
       let done = false;
@@ -179,17 +228,22 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   }
 
   return {
-    async post(raw, post) {
-      let url: URL;
+    post(raw, post) {
+      let t: Target;
+      let direct: boolean;
       try {
-        url = new URL(raw);
-      } catch {
-        throw new Error(`"${raw}" is not an absolute URL`);
+        t = target(raw);
+        direct = vetLiteral(t);
+      } catch (error) {
+        return Promise.reject(error);
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`refused to send to ${url.protocol} URLs (http and https only)`);
-      const lookup = await vet(url, post.signal);
-      if (post.signal.aborted) throw abortError(post.signal);
-      return send(url, post, lookup);
+      if (post.signal.aborted) return Promise.reject(abortError(post.signal));
+      // No name to resolve: the request leaves in this turn, without a round through the resolver.
+      if (direct) return send(t, post, undefined);
+      return vetResolved(t.url, post.signal).then((lookup) => {
+        if (post.signal.aborted) throw abortError(post.signal);
+        return send(t, post, lookup);
+      });
     },
     close() {
       agents.http.destroy();
