@@ -157,6 +157,29 @@ describe('watch', () => {
     expect(itx.listenerCount).toBe(0);
   });
 
+  it('reopens on the same session after server-stopped (a stream object that went away), after the last event', async () => {
+    const itx = new FakeItx();
+    const w = watch(asItx(itx), '/w', { connectionKey: 'k' }, () => undefined);
+    await w.ready;
+    await itx.root.opens[0]!.options.processEventBatch(batch([41, 42], 'life-3'));
+    itx.root.opens[0]!.end({ reason: 'server-stopped' });
+    await flush();
+    expect(itx.root.opens).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(itx.root.opens).toHaveLength(2);
+    expect(itx.root.opens[1]!.options).toMatchObject({ connectionKey: 'k', replayAfterOffset: 42, expectedStreamId: 'life-3' });
+    // When the session is ending too, the reopen fails quietly and the next session reopens.
+    itx.root.refuseWith = Object.assign(new Error('session ending'), { code: 'UNAVAILABLE' });
+    itx.root.opens[1]!.end({ reason: 'server-stopped' });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const next = itx.newSession();
+    await flush();
+    expect(next.opens).toHaveLength(1);
+    expect(next.opens[0]!.options).toMatchObject({ connectionKey: 'k', replayAfterOffset: 42 });
+    await w.close();
+    expect(await w.closed).toEqual({ reason: 'requested' });
+  });
+
   it('ends with open-failed when a reopen is refused for good (the stream was recreated)', async () => {
     const itx = new FakeItx();
     const w = watch(asItx(itx), '/w', {}, () => undefined);

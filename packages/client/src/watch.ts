@@ -13,7 +13,9 @@
  * - After a reconnect (a new RPC session) the watch reopens with the same key, replaying after the
  *   last event it received, and only in the same stream lifetime (`expectedStreamId`): durable
  *   events are neither lost nor repeated; ephemeral events sent while disconnected are gone. A
- *   connection the server closed as `backlog-exceeded` is reopened the same way.
+ *   connection the server closed as `backlog-exceeded` is reopened the same way, and one closed as
+ *   `server-stopped` too, on the same session after a short pause (on Cloudflare the stream's
+ *   Durable Object can stop while the session lives on).
  * - The watch ends (`closed` resolves) on close(), or when the server ends it for a reason a reopen
  *   cannot mend: the handler or filter failed, the key was taken by another openConnection, the
  *   stream was destroyed or recreated, or a reopen was refused.
@@ -41,6 +43,9 @@ export interface LiveWatch {
   readonly resumeAfter: number | undefined;
   close(): Promise<void>;
 }
+
+/** How long a watch waits before reopening on the same session after `server-stopped`. */
+const REOPEN_AFTER_STOP_MS = 100;
 
 /** Errors after which reopening can never succeed. */
 const FINAL_CODES = new Set(['INVALID_INPUT', 'CONFLICT', 'FORBIDDEN', 'NOT_FOUND', 'UNAUTHENTICATED']);
@@ -133,6 +138,15 @@ export function watch(
         if (stopped || mine !== generation) return;
         if (outcome.reason === 'backlog-exceeded' && resume && replays) {
           void openOn(root);
+          return;
+        }
+        if (outcome.reason === 'server-stopped' && resume) {
+          // The part of the server that held the stream stopped (on Cloudflare a stream's Durable
+          // Object, while the session lives on). Try this session again shortly; if it is ending
+          // too, that open fails quietly and the next session reopens.
+          setTimeout(() => {
+            if (!stopped && mine === generation) void openOn(root);
+          }, REOPEN_AFTER_STOP_MS);
           return;
         }
         // The session is ending: the next session reopens.
