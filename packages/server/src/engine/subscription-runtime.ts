@@ -133,14 +133,26 @@ export class SubscriptionRuntime {
     }
   }
 
-  /** Writes a changed row (the caller provides the transaction, or accepts an autocommit). */
+  /**
+   * Writes a changed row (the caller provides the transaction, or accepts an autocommit). An
+   * existing row is updated in place (an upsert, not INSERT OR REPLACE, which deletes and
+   * re-inserts it under a new rowid and so touches the key index too): on the webhook hot path this
+   * is the in-flight watchdog written before every call.
+   */
   write(row: SubscriptionRow): void {
     if (this.sid === null) return;
     this.storage.run(
-      `INSERT OR REPLACE INTO subscription_runtime
+      `INSERT INTO subscription_runtime
          (sid, key, run_configured_at, run_cursor_set_at, cursor, attempt, next_attempt_at, inflight_deadline_at,
           last_error, isolate, confirmations, confirm_offset, skips_without_success, halted, bytes_sent, stats)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (sid, key) DO UPDATE SET
+         run_configured_at = excluded.run_configured_at, run_cursor_set_at = excluded.run_cursor_set_at,
+         cursor = excluded.cursor, attempt = excluded.attempt, next_attempt_at = excluded.next_attempt_at,
+         inflight_deadline_at = excluded.inflight_deadline_at, last_error = excluded.last_error,
+         isolate = excluded.isolate, confirmations = excluded.confirmations, confirm_offset = excluded.confirm_offset,
+         skips_without_success = excluded.skips_without_success, halted = excluded.halted,
+         bytes_sent = excluded.bytes_sent, stats = excluded.stats`,
       this.sid,
       row.key,
       row.runConfiguredAt,
