@@ -20,7 +20,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
@@ -38,20 +38,55 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
     out: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    subscriptions: { type: 'string' },
+    variant: { type: 'string', multiple: true, default: [] },
+    warmup: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (flags.help) {
-  console.log(`Usage: node bench/receivers/run.mjs [--quick] [--events N] [--rounds N] [--only itx|webhook] [--out FILE] [--no-write]`);
+  console.log(`Usage: node bench/receivers/run.mjs [--quick] [--events N] [--rounds N] [--only itx|webhook] [--subscriptions 1,20]
+                                   [--profile] [--out FILE] [--no-write]
+  --subscriptions  which webhook scenarios run (default 1,20)
+  --warmup N       webhook rounds first deliver N events to an unmeasured subscription and send N unmeasured
+                   bare POSTs, so that both sides are measured warm (default 0: the server is measured from its
+                   start, as in the figures before 2026-11-30 07:00)
+  --variant NAME=DIR  also measure another build of packages/server (its dist folder, kept inside the
+                   repository, e.g. bench/.variants/NAME/dist), interleaved with the current one in every round
+  --profile        run the Rivulet server children with --cpu-prof (profiles under bench/results/profiles/;
+                   summarise one with node bench/append/profile-summary.mjs FILE)`);
   process.exit(0);
 }
 const cfg = {
   events: Number(flags.events ?? (flags.quick ? 3000 : 20000)),
   webhookEvents: Number(flags.events ?? (flags.quick ? 500 : 3000)),
+  webhookWarmup: Number(flags.warmup ?? 0),
   latencySamples: flags.quick ? 100 : 400,
   rounds: Number(flags.rounds ?? (flags.quick ? 1 : 2)),
   only: flags.only ?? null,
+  subscriptions: (flags.subscriptions ?? '1,20').split(',').map(Number),
+  profile: flags.profile,
+  variants: flags.variant.map((v) => {
+    const at = v.indexOf('=');
+    if (at <= 0) throw new Error(`--variant expects NAME=DIR, got ${v}`);
+    return { name: v.slice(0, at), dist: resolve(v.slice(at + 1)) };
+  }),
 };
+const LAUNCH_DIST = join(here, '..', 'append', 'launch-dist.mjs');
+/** The command line of a Rivulet server child: this build (the CLI) or a variant's dist folder. */
+function serverArgs(impl, name, data) {
+  const variant = cfg.variants.find((v) => v.name === impl);
+  const launcher = variant ? [LAUNCH_DIST, '--dist', variant.dist] : [CLI];
+  return [...serverFlags(`${impl}-${name}`), ...launcher, 'serve', '--port', '0', '--data', data];
+}
+const profileDir = join(root, 'bench', 'results', 'profiles', `receivers-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+/** Node flags of a Rivulet server child: --cpu-prof with --profile. */
+function serverFlags(name) {
+  if (!cfg.profile) return [];
+  mkdirSync(profileDir, { recursive: true });
+  return ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`];
+}
 const freshDir = tempFolders('rivulet-bench-receivers-');
 
 async function call(url, method, path, body) {
@@ -142,8 +177,8 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
-async function itxRound(round) {
-  const server = await startServer([CLI, 'serve', '--port', '0', '--data', freshDir(`itx-r${round}`)], 'rivulet');
+async function itxRound(round, impl) {
+  const server = await startServer(serverArgs(impl, `itx-r${round}`, freshDir(`${impl}-itx-r${round}`)), impl);
   try {
     const head = await preload(server.url, '/bench/itx', cfg.events);
     const worker = await startChild(WORKER, ['--url', server.url, '--name', 'bench'], 'worker');
@@ -196,12 +231,14 @@ async function itxRound(round) {
     ws.close();
     await bare.stop();
     return {
+      impl,
       round,
       events: delivered,
       batches: batches.length,
       meanBatch: delivered / batches.length,
       eventsPerSec: delivered / seconds,
       bareEventsPerSec: delivered / bareSeconds,
+      ratio: delivered / seconds / (delivered / bareSeconds),
       latencyP50ms: percentile(latencies, 50),
       latencyP99ms: percentile(latencies, 99),
     };
@@ -210,29 +247,25 @@ async function itxRound(round) {
   }
 }
 
-async function webhookRound(round, subscriptions) {
-  const server = await startServer([CLI, 'serve', '--port', '0', '--data', freshDir(`webhook-${subscriptions}-r${round}`)], 'rivulet');
+async function webhookRound(round, subscriptions, impl) {
+  const server = await startServer(serverArgs(impl, `webhook-${subscriptions}-r${round}`, freshDir(`${impl}-webhook-${subscriptions}-r${round}`)), impl);
   const receiver = await startChild(RECEIVER, [], 'webhook receiver');
-  try {
-    const head = await preload(server.url, '/bench/hook', cfg.webhookEvents);
-    const t0 = performance.timeOrigin + performance.now();
-    for (let i = 0; i < subscriptions; i++) {
-      await call(server.url, 'POST', '/v1/streams/bench/hook', {
-        type: 'events.iterate.com/stream/subscription-configured',
-        payload: { subscriptionKey: `hook-${i}`, receiver: { action: 'webhook-post', url: `${receiver.url}/hook/${i}`, delivery: { start: 'beginning', onFailingEvent: 'halt' } } },
-      });
-    }
-    // The receiver prints "HIT <subscription> <offset> <ms>" per request.
-    const want = subscriptions * cfg.webhookEvents;
-    await receiver.waitFor((lines) => lines.filter((l) => l.startsWith('HIT ')).length >= want, 300_000);
-    const hits = receiver.lines.filter((l) => l.startsWith('HIT ')).map((l) => Number(l.split(' ')[3]));
-    const seconds = (Math.max(...hits) - t0) / 1000;
-    // Baseline: a bare loop of the same number of POSTs (one subscription's worth) of the same size.
-    const body = JSON.stringify({ projectId: null, path: '/bench/hook', streamId: 's', event: { type: 'bench/e', payload: PAYLOAD } });
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const target = new URL(`${receiver.url}/baseline`);
+  // The receiver prints "HIT <path> <n> <ms>" per request, except for the baseline's.
+  const hitsOf = (prefix) => {
+    let counted = 0;
+    let seen = 0;
+    return (lines) => {
+      for (; seen < lines.length; seen++) if (lines[seen].startsWith(prefix)) counted++;
+      return counted;
+    };
+  };
+  // Baseline: a bare loop of POSTs of about the same size (one subscription's worth).
+  const body = JSON.stringify({ projectId: null, path: '/bench/hook', streamId: 's', event: { type: 'bench/e', payload: PAYLOAD } });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const target = new URL(`${receiver.url}/baseline`);
+  const bareLoop = async (count) => {
     const b0 = performance.now();
-    for (let i = 0; i < cfg.webhookEvents; i++) {
+    for (let i = 0; i < count; i++) {
       await new Promise((res, rej) => {
         const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (r) => {
           r.resume();
@@ -242,11 +275,41 @@ async function webhookRound(round, subscriptions) {
         req.end(body);
       });
     }
-    const bareSeconds = (performance.now() - b0) / 1000;
-    agent.destroy();
+    return (performance.now() - b0) / 1000;
+  };
+  try {
+    if (cfg.webhookWarmup > 0) {
+      // Unmeasured: the server's delivery path, the receiver and this process's HTTP client run
+      // once before anything is timed, so that neither side is measured cold (JIT warm-up).
+      await preload(server.url, '/bench/warm', cfg.webhookWarmup);
+      await call(server.url, 'POST', '/v1/streams/bench/warm', {
+        type: 'events.iterate.com/stream/subscription-configured',
+        payload: { subscriptionKey: 'warm', receiver: { action: 'webhook-post', url: `${receiver.url}/warm`, delivery: { start: 'beginning', onFailingEvent: 'halt' } } },
+      });
+      const warmHits = hitsOf('HIT /warm');
+      await receiver.waitFor((lines) => warmHits(lines) >= cfg.webhookWarmup, 300_000);
+      await bareLoop(cfg.webhookWarmup);
+    }
+    const head = await preload(server.url, '/bench/hook', cfg.webhookEvents);
+    const t0 = performance.timeOrigin + performance.now();
+    for (let i = 0; i < subscriptions; i++) {
+      await call(server.url, 'POST', '/v1/streams/bench/hook', {
+        type: 'events.iterate.com/stream/subscription-configured',
+        payload: { subscriptionKey: `hook-${i}`, receiver: { action: 'webhook-post', url: `${receiver.url}/hook/${i}`, delivery: { start: 'beginning', onFailingEvent: 'halt' } } },
+      });
+    }
+    const want = subscriptions * cfg.webhookEvents;
+    const hookHits = hitsOf('HIT /hook/');
+    await receiver.waitFor((lines) => hookHits(lines) >= want, 300_000);
+    const hits = receiver.lines.filter((l) => l.startsWith('HIT /hook/')).map((l) => Number(l.split(' ')[3]));
+    const seconds = (Math.max(...hits) - t0) / 1000;
+    const bareSeconds = await bareLoop(cfg.webhookEvents);
     void head;
-    return { round, subscriptions, deliveries: want, deliveriesPerSec: want / seconds, bareRequestsPerSec: cfg.webhookEvents / bareSeconds };
+    const deliveriesPerSec = want / seconds;
+    const bareRequestsPerSec = cfg.webhookEvents / bareSeconds;
+    return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec };
   } finally {
+    agent.destroy();
     await receiver.stop();
     await stopServer(server);
   }
@@ -262,50 +325,77 @@ const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
 async function main() {
   const startedAt = new Date();
   const wall0 = performance.now();
-  const machine = { date: startedAt.toISOString(), nproc: os.availableParallelism?.() ?? os.cpus().length, cpuModel: cpuModel(), node: process.version, git: gitState() };
+  const machine = { date: startedAt.toISOString(), nproc: os.availableParallelism?.() ?? os.cpus().length, cpuModel: cpuModel(), node: process.version, git: gitState(), loadAverageAtStart: os.loadavg() };
   console.log(`bench/receivers on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}`);
   const itx = [];
   const webhook = [];
+  const impls = ['rivulet', ...cfg.variants.map((v) => v.name)];
+  const pad = Math.max(...impls.map((i) => i.length));
   for (let round = 0; round < cfg.rounds; round++) {
+    // Variants take turns first, so that none always runs on the warmer or the cooler machine.
+    const order = impls.map((_, i) => impls[(i + round) % impls.length]);
     if (cfg.only !== 'webhook') {
-      const r = await itxRound(round);
-      itx.push(r);
-      console.log(`  itx-call r${round}: ${fmtN(r.eventsPerSec)} ev/s in ${r.batches} batches (mean ${r.meanBatch.toFixed(0)}); bare capnweb ${fmtN(r.bareEventsPerSec)} ev/s; latency p50 ${r.latencyP50ms} p99 ${r.latencyP99ms} ms`);
+      for (const impl of order) {
+        const r = await itxRound(round, impl);
+        itx.push(r);
+        console.log(`  ${impl.padEnd(pad)} itx-call r${round}: ${fmtN(r.eventsPerSec)} ev/s in ${r.batches} batches (mean ${r.meanBatch.toFixed(0)}); bare capnweb ${fmtN(r.bareEventsPerSec)} ev/s = ${fmtX(r.ratio)}; latency p50 ${r.latencyP50ms} p99 ${r.latencyP99ms} ms`);
+      }
     }
     if (cfg.only !== 'itx') {
-      for (const subscriptions of [1, 20]) {
-        const r = await webhookRound(round, subscriptions);
-        webhook.push(r);
-        console.log(`  webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s`);
+      for (const subscriptions of cfg.subscriptions) {
+        for (const impl of order) {
+          const r = await webhookRound(round, subscriptions, impl);
+          webhook.push(r);
+          console.log(`  ${impl.padEnd(pad)} webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s = ${fmtX(r.ratio)}`);
+        }
       }
     }
   }
+  // Ratios are taken per round (Rivulet and its baseline measured minutes apart at most), then
+  // summarised: median and range over the rounds.
+  const ratios = (rs) => ({ ratio: median(rs.map((r) => r.ratio)), ratioMin: Math.min(...rs.map((r) => r.ratio)), ratioMax: Math.max(...rs.map((r) => r.ratio)) });
   const summary = {};
   const targets = [];
-  if (itx.length) {
-    const eps = median(itx.map((r) => r.eventsPerSec));
-    const bare = median(itx.map((r) => r.bareEventsPerSec));
-    summary.itx = { eventsPerSec: eps, bareEventsPerSec: bare, ratio: eps / bare, latencyP50ms: median(itx.map((r) => r.latencyP50ms)), latencyP99ms: median(itx.map((r) => r.latencyP99ms)) };
-    targets.push({ target: 'itx-call >= 0.5x bare capnweb calls with the same batches', value: fmtX(eps / bare), pass: eps / bare >= 0.5 });
+  for (const impl of impls) {
+    const s = {};
+    const its = itx.filter((r) => r.impl === impl);
+    if (its.length) {
+      s.itx = {
+        eventsPerSec: median(its.map((r) => r.eventsPerSec)),
+        bareEventsPerSec: median(its.map((r) => r.bareEventsPerSec)),
+        ...ratios(its),
+        latencyP50ms: median(its.map((r) => r.latencyP50ms)),
+        latencyP99ms: median(its.map((r) => r.latencyP99ms)),
+      };
+      if (impl === 'rivulet') targets.push({ target: 'itx-call >= 0.5x bare capnweb calls with the same batches', value: fmtX(s.itx.ratio), pass: s.itx.ratio >= 0.5 });
+    }
+    for (const subscriptions of cfg.subscriptions) {
+      const rs = webhook.filter((r) => r.subscriptions === subscriptions && r.impl === impl);
+      if (!rs.length) continue;
+      const w = { deliveriesPerSec: median(rs.map((r) => r.deliveriesPerSec)), bareRequestsPerSec: median(rs.map((r) => r.bareRequestsPerSec)), ...ratios(rs) };
+      s[`webhook${subscriptions}`] = w;
+      if (subscriptions === 1 && impl === 'rivulet') targets.push({ target: 'webhook (1 subscription) >= 0.6x the bare POST loop', value: fmtX(w.ratio), pass: w.ratio >= 0.6 });
+    }
+    if (impl === 'rivulet') Object.assign(summary, s);
+    else (summary.variants ??= {})[impl] = s;
   }
-  for (const subscriptions of [1, 20]) {
-    const rs = webhook.filter((r) => r.subscriptions === subscriptions);
-    if (!rs.length) continue;
-    const dps = median(rs.map((r) => r.deliveriesPerSec));
-    const bare = median(rs.map((r) => r.bareRequestsPerSec));
-    summary[`webhook${subscriptions}`] = { deliveriesPerSec: dps, bareRequestsPerSec: bare, ratio: dps / bare };
-    if (subscriptions === 1) targets.push({ target: 'webhook (1 subscription) >= 0.6x the bare POST loop', value: fmtX(dps / bare), pass: dps / bare >= 0.6 });
-  }
-  console.log('');
-  if (summary.itx) console.log(`itx-call: ${fmtN(summary.itx.eventsPerSec)} ev/s vs bare capnweb ${fmtN(summary.itx.bareEventsPerSec)} ev/s = ${fmtX(summary.itx.ratio)}; latency p50 ${summary.itx.latencyP50ms} ms p99 ${summary.itx.latencyP99ms} ms`);
-  for (const s of [1, 20]) {
-    const w = summary[`webhook${s}`];
-    if (w) console.log(`webhook x${s}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s = ${fmtX(w.ratio)}`);
+  const range = (x) => `median ${fmtX(x.ratio)}, range ${fmtX(x.ratioMin)}–${fmtX(x.ratioMax)}`;
+  console.log(`\nmedians over ${cfg.rounds} round(s); ratios are per round:`);
+  for (const impl of impls) {
+    const s = impl === 'rivulet' ? summary : summary.variants[impl];
+    if (s.itx) console.log(`${impl.padEnd(pad)} itx-call: ${fmtN(s.itx.eventsPerSec)} ev/s vs bare capnweb ${fmtN(s.itx.bareEventsPerSec)} ev/s; ratio ${range(s.itx)}; latency p50 ${s.itx.latencyP50ms} ms p99 ${s.itx.latencyP99ms} ms`);
+    for (const n of cfg.subscriptions) {
+      const w = s[`webhook${n}`];
+      if (w) console.log(`${impl.padEnd(pad)} webhook x${n}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s; ratio ${range(w)}`);
+    }
   }
   console.log('');
   for (const t of targets) console.log(`${t.pass ? 'PASS' : 'MISS'}  ${t.target}: ${t.value}`);
   const wallSeconds = (performance.now() - wall0) / 1000;
-  console.log(`\n${Math.round(wallSeconds)} s`);
+  machine.loadAverageAtEnd = os.loadavg();
+  const load = (l) => l.map((x) => x.toFixed(2)).join(' ');
+  console.log(`\n${Math.round(wallSeconds)} s; load average ${load(machine.loadAverageAtStart)} at start, ${load(machine.loadAverageAtEnd)} at end`);
+  if (cfg.profile) console.log(`CPU profiles: ${relative(process.cwd(), profileDir)}`);
   if (!flags['no-write']) {
     const out = flags.out ?? join(root, 'bench', 'results', `receivers-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
     mkdirSync(dirname(out), { recursive: true });
