@@ -24,7 +24,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { CLI, cpuModel, gitState, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { CLI, cpuModel, gitState, machineBusyMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
@@ -291,6 +291,13 @@ async function webhookRound(round, subscriptions, impl) {
       await bareLoop(cfg.webhookWarmup);
     }
     const head = await preload(server.url, '/bench/hook', cfg.webhookEvents);
+    // CPU of the server per delivery (less sensitive to the machine's other load than a rate), and
+    // what everything else on the machine used meanwhile (200% = both cores busy with others).
+    const serverCpu0 = procCpuMs(server.child.pid);
+    const receiverCpu0 = procCpuMs(receiver.child.pid);
+    const selfCpu0 = procCpuMs('self');
+    const machine0 = machineBusyMs();
+    const wall0 = performance.now();
     const t0 = performance.timeOrigin + performance.now();
     for (let i = 0; i < subscriptions; i++) {
       await call(server.url, 'POST', '/v1/streams/bench/hook', {
@@ -303,11 +310,16 @@ async function webhookRound(round, subscriptions, impl) {
     await receiver.waitFor((lines) => hookHits(lines) >= want, 300_000);
     const hits = receiver.lines.filter((l) => l.startsWith('HIT /hook/')).map((l) => Number(l.split(' ')[3]));
     const seconds = (Math.max(...hits) - t0) / 1000;
+    const serverCpuMs = procCpuMs(server.child.pid) - serverCpu0;
+    const machine1 = machineBusyMs();
+    const othersMs = machine0 && machine1 ? machine1.busy - machine0.busy - serverCpuMs - (procCpuMs(receiver.child.pid) - receiverCpu0) - (procCpuMs('self') - selfCpu0) : NaN;
+    const othersLoad = othersMs / (performance.now() - wall0);
     const bareSeconds = await bareLoop(cfg.webhookEvents);
     void head;
     const deliveriesPerSec = want / seconds;
     const bareRequestsPerSec = cfg.webhookEvents / bareSeconds;
-    return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec };
+    const serverCpuUsPerDelivery = (serverCpuMs * 1000) / want;
+    return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec, serverCpuUsPerDelivery, othersLoad };
   } finally {
     agent.destroy();
     await receiver.stop();
@@ -346,7 +358,9 @@ async function main() {
         for (const impl of order) {
           const r = await webhookRound(round, subscriptions, impl);
           webhook.push(r);
-          console.log(`  ${impl.padEnd(pad)} webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s = ${fmtX(r.ratio)}`);
+          console.log(
+            `  ${impl.padEnd(pad)} webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s = ${fmtX(r.ratio)}; server cpu ${fmtN(r.serverCpuUsPerDelivery)} µs/delivery; others ${(r.othersLoad * 100).toFixed(0)}%`,
+          );
         }
       }
     }
@@ -372,7 +386,12 @@ async function main() {
     for (const subscriptions of cfg.subscriptions) {
       const rs = webhook.filter((r) => r.subscriptions === subscriptions && r.impl === impl);
       if (!rs.length) continue;
-      const w = { deliveriesPerSec: median(rs.map((r) => r.deliveriesPerSec)), bareRequestsPerSec: median(rs.map((r) => r.bareRequestsPerSec)), ...ratios(rs) };
+      const w = {
+        deliveriesPerSec: median(rs.map((r) => r.deliveriesPerSec)),
+        bareRequestsPerSec: median(rs.map((r) => r.bareRequestsPerSec)),
+        ...ratios(rs),
+        serverCpuUsPerDelivery: median(rs.map((r) => r.serverCpuUsPerDelivery)),
+      };
       s[`webhook${subscriptions}`] = w;
       if (subscriptions === 1 && impl === 'rivulet') targets.push({ target: 'webhook (1 subscription) >= 0.6x the bare POST loop', value: fmtX(w.ratio), pass: w.ratio >= 0.6 });
     }
@@ -386,7 +405,7 @@ async function main() {
     if (s.itx) console.log(`${impl.padEnd(pad)} itx-call: ${fmtN(s.itx.eventsPerSec)} ev/s vs bare capnweb ${fmtN(s.itx.bareEventsPerSec)} ev/s; ratio ${range(s.itx)}; latency p50 ${s.itx.latencyP50ms} ms p99 ${s.itx.latencyP99ms} ms`);
     for (const n of cfg.subscriptions) {
       const w = s[`webhook${n}`];
-      if (w) console.log(`${impl.padEnd(pad)} webhook x${n}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s; ratio ${range(w)}`);
+      if (w) console.log(`${impl.padEnd(pad)} webhook x${n}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s; ratio ${range(w)}; server cpu ${fmtN(w.serverCpuUsPerDelivery)} µs/delivery`);
     }
   }
   console.log('');
