@@ -51,10 +51,10 @@ function headersOf(incoming: IncomingMessage): HeaderReader {
 function readBody(incoming: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    // A request cut off before its end is destroyed with an error, so 'error' covers aborts too.
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    incoming.once('error', reject);
-    incoming.once('aborted', () => reject(new RivuletError('INVALID_INPUT', 'request body was cut off')));
+    incoming.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    incoming.on('error', reject);
   });
 }
 

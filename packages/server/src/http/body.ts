@@ -7,6 +7,8 @@ import { Limits, RivuletError } from '@rivulet/contract';
 import type { HeaderReader } from './request-headers.js';
 
 export function requireJsonContentType(contentType: string | null | undefined): void {
+  // What clients nearly always send, checked before any string work.
+  if (contentType === 'application/json' || contentType === 'application/json; charset=utf-8') return;
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new RivuletError(
