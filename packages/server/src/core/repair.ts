@@ -31,6 +31,7 @@ export function runGeneration(row: Pick<SubscriptionRow, 'runConfiguredAt' | 'ru
   return Math.max(row.runConfiguredAt, row.runCursorSetAt);
 }
 
+/** A row's retry state when nothing is failing: no attempt counted, nothing in flight, no error. */
 const freshLadder = {
   attempt: 0,
   nextAttemptAt: null,
@@ -41,6 +42,14 @@ const freshLadder = {
   confirmOffset: null,
   skipsWithoutSuccess: 0,
 } as const;
+
+/**
+ * The row after a successful delivery: the cursor moved to `cursor`, the ladder reset (a success
+ * ends isolation and the skip count), `bytes` more sent.
+ */
+export function succeeded(row: SubscriptionRow, cursor: number, bytes: number): SubscriptionRow {
+  return { ...row, ...freshLadder, cursor, bytesSent: row.bytesSent + bytes };
+}
 
 export function repairRow(key: string, entry: OutboundEntry, row: SubscriptionRow | undefined): SubscriptionRow {
   const halted = entry.deliveryHalted !== undefined;

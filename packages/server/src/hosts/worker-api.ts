@@ -30,7 +30,7 @@ import type {
 import type { CopyBatch } from '../core/copy-builder.js';
 import type { FailureKind } from '../core/ladder.js';
 import type { WakeAnswer } from '../core/processor-wake.js';
-import type { HostedFailure } from '../engine/delivery/processor-driver.js';
+import type { HostedFailure } from '../engine/delivery/processor-port.js';
 import type { ReadRawResult } from '../engine/actor.js';
 import type { SubscribeResult } from '../engine/commands.js';
 import type { ListOptions, ReadOptions } from '../engine/service.js';

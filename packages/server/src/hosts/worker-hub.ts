@@ -20,7 +20,7 @@
  */
 import type { ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
 import type { DeliveryContext } from '../engine/delivery/receiver.js';
-import type { ProcessorWaker } from '../engine/delivery/processor-driver.js';
+import type { ProcessorWaker } from '../engine/delivery/processor-port.js';
 import { CallableRegistry } from '../engine/itx/worker-registry.js';
 import type { Principal } from '../http/auth.js';
 import type { ErrorLogger } from '../http/errors.js';

@@ -11,7 +11,7 @@
  */
 import { RpcTarget } from 'cloudflare:workers';
 import type { ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-driver.js';
+import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-port.js';
 import type { HostedCallableApi, HubWakeOutcome, RemoteFunction } from './worker-api.js';
 import { release } from './worker-connections.js';
 import { projectObjectName, type WorkerEnv } from './worker-env.js';

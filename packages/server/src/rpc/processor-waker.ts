@@ -13,7 +13,7 @@
  * must call it before its `processEventBatch` returns, or keep a `dup()` of it.
  */
 import type { ProcessorBatch } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-driver.js';
+import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-port.js';
 import { callItx } from './itx-call.js';
 import { classify } from './itx-receiver.js';
 import type { ItxRoot } from './root.js';

@@ -6,7 +6,7 @@
  * wake or a batch: hang, break the connection, report something else, or fail the call.
  */
 import type { ItxExpression, ProcessorBatch, ProcessorReportReceipt, ProcessorWakeRequest } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker, WakeOutcome } from '../../src/engine/delivery/processor-driver.js';
+import type { HostedCallable, HostedFailure, ProcessorWaker, WakeOutcome } from '../../src/engine/delivery/processor-port.js';
 
 export interface WakeCall {
   projectId: string | null;

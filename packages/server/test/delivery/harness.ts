@@ -23,7 +23,7 @@ import { defaultEngineConfig, type EngineConfig } from '../../src/engine/config.
 import { copyReceiver } from '../../src/engine/delivery/copy-receiver.js';
 import { DeliveryEngine } from '../../src/engine/delivery/engine.js';
 import type { DeliveredEvent, DeliveryContext, DeliveryOutcome, Receiver } from '../../src/engine/delivery/receiver.js';
-import type { ProcessorWaker } from '../../src/engine/delivery/processor-driver.js';
+import type { ProcessorWaker } from '../../src/engine/delivery/processor-port.js';
 import { StreamRegistry } from '../../src/engine/registry.js';
 import { openSchema } from '../../src/engine/schema.js';
 import { StreamStore } from '../../src/engine/stream-store.js';

@@ -26,49 +26,20 @@ import {
   type CommittedEvent,
   type ConnectionRuntimeState,
   type CoreState,
-  type ItxExpression,
   type OutboundEntry,
-  type ProcessorBatch,
-  type ProcessorReportReceipt,
   type ProcessorWakeRequest,
 } from '@rivulet/contract';
 import type { Failure, FailureKind } from '../../core/ladder.js';
-import { judgeReport, judgeWakeAnswer, type ReportJudgement, type WakeAnswer } from '../../core/processor-wake.js';
-import type { SubscriptionRow } from '../../core/repair.js';
+import { judgeWakeAnswer } from '../../core/processor-wake.js';
+import { succeeded, type SubscriptionRow } from '../../core/repair.js';
 import type { Clock } from '../../ports/clock.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import { collectBatch, type Collected } from './collect.js';
 import { errorText } from './receiver.js';
-
-/** A failure the host side reports without a result (its call threw, or its session broke). */
-export interface HostedFailure {
-  kind: FailureKind;
-  error: string;
-}
-
-/** The processEventBatch callback a host answered a wake with (an RPC stub behind this port). */
-export interface HostedCallable {
-  /**
-   * Calls processEventBatch(batch). Answers null once the call returned (its value is ignored: the
-   * result comes through `batch.reportDeliveryResult`), or the failure when it threw or broke.
-   */
-  send(batch: ProcessorBatch): Promise<HostedFailure | null>;
-  /** Calls `listener` once when the host's session breaks. */
-  onBroken(listener: (error: string) => void): void;
-  /** Releases the reference (idempotent). */
-  close(): void;
-}
-
-export type WakeOutcome =
-  | { ok: true; answer: WakeAnswer | null; callable: HostedCallable | undefined }
-  | ({ ok: false } & HostedFailure);
-
-/** Evaluates a processor-wake expression from a project's root and calls it (rpc/processor-waker.ts). */
-export interface ProcessorWaker {
-  wake(projectId: string | null, expression: ItxExpression, request: ProcessorWakeRequest): Promise<WakeOutcome>;
-}
+import { within, type ProcessorWaker, type WakeOutcome } from './processor-port.js';
+import { callBatch, type Hosted } from './processor-batch.js';
 
 interface Flight {
   run: string;
@@ -92,58 +63,9 @@ export interface ProcessorPort {
   log(message: string, error?: unknown): void;
 }
 
-interface Pending {
-  finish(outcome: BatchOutcome): void;
-}
-
-type BatchOutcome = { kind: 'judged'; judged: ReportJudgement } | { kind: 'lost'; failure: HostedFailure };
-
-interface Hosted {
-  run: string;
-  callable: HostedCallable;
-  /** The processor's last known checkpoint: its wake answer, then every checkpoint that grew. */
-  checkpoint: number;
-  startedAt: string;
-  batchesSent: number;
-  eventsSent: number;
-  /** When it last woke or finished a batch (idle teardown counts from here). */
-  lastActiveAt: number;
-  pending: Pending | null;
-  closed: boolean;
-  /** Matching events read ahead (one read serves many one-event batches); valid for this connection's run. */
-  ahead: Collected | null;
-}
-
 const ONE = { maxEvents: 1, maxBytes: Number.MAX_SAFE_INTEGER, scanRows: 1000 } as const;
 /** Matching events read at once for a connection; still sent one per batch. */
 const AHEAD = { maxEvents: 64, maxBytes: 1_048_576, scanRows: 1000 } as const;
-
-/** Races `promise` against a timer; a result arriving after the timer goes to `late`. */
-function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T, late: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      done = true;
-      resolve(onTimeout());
-    }, ms);
-    promise.then(
-      (value) => {
-        if (done) late(value);
-        else {
-          done = true;
-          clearTimeout(timer);
-          resolve(value);
-        }
-      },
-      (error: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(Promise.reject(error) as never);
-      },
-    );
-  });
-}
 
 export class ProcessorDriver {
   private readonly hosted = new Map<string, Hosted>();
@@ -424,45 +346,13 @@ export class ProcessorDriver {
     hosted.eventsSent++;
     hosted.lastActiveAt = started;
     const checkpoint = hosted.checkpoint;
-    const outcome = await new Promise<BatchOutcome>((resolve) => {
-      let done = false;
-      const pending: Pending = {
-        finish: (result) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          if (hosted.pending === pending) hosted.pending = null;
-          resolve(result);
-        },
-      };
-      const timer = setTimeout(
-        () => pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor did not report a result within ${timeout} ms` } }),
-        timeout,
-      );
-      hosted.pending = pending;
-      const reportDeliveryResult = (result: unknown): ProcessorReportReceipt => {
-        if (done) return { accepted: false, reason: 'this batch is no longer in flight (it timed out, or its connection closed)' };
-        const judged = judgeReport(result, { offset: event.offset, checkpoint, head: port.actor.durableHead });
-        pending.finish({ kind: 'judged', judged });
-        return judged.kind === 'progress' ? { accepted: true } : { accepted: false, reason: judged.error };
-      };
-      const batch: ProcessorBatch = {
-        projectId: port.actor.projectId,
-        path: port.actor.path,
-        streamId: state.streamId,
-        subscriptionKey: key,
-        events: [event],
-        streamMaxOffset: port.actor.durableHead,
-        reportDeliveryResult,
-      };
-      // Not awaited for the result: only a failure of the call itself ends the batch here.
-      hosted.callable.send(batch).then(
-        (failure) => {
-          if (failure) pending.finish({ kind: 'lost', failure });
-        },
-        (error: unknown) => pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: errorText(error) } }),
-      );
-    });
+    const outcome = await callBatch(
+      hosted,
+      { projectId: port.actor.projectId, path: port.actor.path, streamId: state.streamId, subscriptionKey: key, streamMaxOffset: port.actor.durableHead },
+      event,
+      { checkpoint, head: () => port.actor.durableHead },
+      timeout,
+    );
     const now = port.current(key, flight);
     if (!now) return;
     row = now;
@@ -472,19 +362,7 @@ export class ProcessorDriver {
       port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
       hosted.checkpoint = outcome.judged.checkpoint;
       port.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
-      port.actor.subscriptions.update({
-        ...row,
-        cursor: outcome.judged.checkpoint,
-        attempt: 0,
-        nextAttemptAt: null,
-        inflightDeadlineAt: null,
-        lastError: null,
-        isolate: false,
-        confirmations: 0,
-        confirmOffset: null,
-        skipsWithoutSuccess: 0,
-        bytesSent: row.bytesSent + JSON.stringify(event).length,
-      });
+      port.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, JSON.stringify(event).length));
       return;
     }
     const failure: { kind: FailureKind; error: string } =

@@ -14,7 +14,7 @@
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { ladderDefaults, type LadderKnobs } from '../../core/ladder.js';
-import type { SubscriptionRow } from '../../core/repair.js';
+import { succeeded, type SubscriptionRow } from '../../core/repair.js';
 import type { Clock, Random } from '../../ports/clock.js';
 import type { AlarmFactory, StreamAlarm } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
@@ -22,7 +22,8 @@ import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import { DeliveryFailures, type Flight } from './failures.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
-import { ProcessorDriver, type ProcessorWaker } from './processor-driver.js';
+import { ProcessorDriver } from './processor-driver.js';
+import type { ProcessorWaker } from './processor-port.js';
 import { errorText, type DeliveryOutcome, type Receivers } from './receiver.js';
 
 export interface SenderDeps {
@@ -287,19 +288,7 @@ export class StreamSender {
     const completion = finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt);
     this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
     const cursor = Math.max(current.cursor, prepared.cursorAfter);
-    this.actor.subscriptions.update({
-      ...current,
-      cursor,
-      attempt: 0,
-      nextAttemptAt: null,
-      inflightDeadlineAt: null,
-      lastError: null,
-      isolate: false,
-      confirmations: 0,
-      confirmOffset: null,
-      skipsWithoutSuccess: 0,
-      bytesSent: current.bytesSent + prepared.bytes,
-    });
+    this.actor.subscriptions.update(succeeded(current, cursor, prepared.bytes));
     if (next === undefined || cursor >= this.actor.durableHead) return STOP;
     return { again: true, next: await next };
   }
