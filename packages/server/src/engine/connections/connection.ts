@@ -13,56 +13,18 @@
  *   connection with `delivery-failed`; so does a callback that rejects.
  */
 import {
-  EventType,
-  Limits,
   type CommittedEvent,
   type ConnectionBatch,
   type ConnectionClosed,
   type ConnectionCloseReason,
-  type ConnectionKind,
   type ConnectionRuntimeState,
   type CoreState,
-  type SubscriptionFilter,
 } from '@rivulet/contract';
-import type { AppendInput } from '../../core/append-input.js';
 import { conditionMatches, typeMatches } from '../../core/filter.js';
 import type { StreamActor } from '../actor.js';
 import { committedJson } from '../event-json.js';
 import type { LiveListener } from '../live.js';
-
-export interface ConnectionSpec {
-  key: string;
-  kind: Exclude<ConnectionKind, 'hosted'>;
-  /** Present: replay durable matching events after it, then live; absent: live only. */
-  replayAfterOffset: number | undefined;
-  filter: SubscriptionFilter | undefined;
-  /** False: batches carry no events, only the state (one per commit that holds a matching event). */
-  events: boolean;
-  /** False: batches carry `state: null`. */
-  state: boolean;
-  /** Events per batch at most. */
-  maxDeliveryEvents: number;
-}
-
-export interface ConnectionLimits {
-  /** Live events queued for a callback that is still busy; above it the connection closes. */
-  maxBacklogEvents: number;
-  /** The same bound in bytes of event JSON. */
-  maxBacklogBytes: number;
-  /** Bytes of event JSON per batch (the first event of a batch always goes). */
-  maxBatchBytes: number;
-}
-
-export const defaultConnectionLimits: ConnectionLimits = {
-  maxBacklogEvents: 10_000,
-  maxBacklogBytes: 16 * 1024 * 1024,
-  maxBatchBytes: 4 * 1024 * 1024,
-};
-
-/** Events per batch when the caller does not set `maxDeliveryEvents`. */
-export const DEFAULT_BATCH_EVENTS = 1000;
-
-export type BatchCallback = (batch: ConnectionBatch) => unknown;
+import { closedFact, errorText, type BatchCallback, type ConnectionLimits, type ConnectionSpec } from './connection-spec.js';
 
 /** What a connection needs of the set that holds it. */
 export interface ConnectionOwner {
@@ -79,11 +41,6 @@ interface Batch {
 
 const REPLAY_PAGE = 500;
 const yieldToIo = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
-
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
-}
 
 export class LiveConnection implements LiveListener {
   readonly startedAt: string;
@@ -451,10 +408,4 @@ export class LiveConnection implements LiveListener {
       this.owner.log(`could not record the close of live connection "${this.key}" on ${this.actor.path}`, error);
     }
   }
-}
-
-export function closedFact(connectionKey: string, outcome: ConnectionClosed): AppendInput {
-  const payload: Record<string, string> = { connectionKey, reason: outcome.reason };
-  if (outcome.error !== undefined) payload.error = outcome.error.slice(0, Limits.errorTextMax);
-  return { type: EventType.connectionClosed, payload };
 }

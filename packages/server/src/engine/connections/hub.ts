@@ -15,14 +15,8 @@ import {
 } from '@rivulet/contract';
 import type { Clock, Random } from '../../ports/clock.js';
 import type { StreamActor } from '../actor.js';
-import {
-  LiveConnection,
-  defaultConnectionLimits,
-  type BatchCallback,
-  type ConnectionLimits,
-  type ConnectionOwner,
-  type ConnectionSpec,
-} from './connection.js';
+import { LiveConnection, type ConnectionOwner } from './connection.js';
+import { defaultConnectionLimits, type BatchCallback, type ConnectionLimits, type ConnectionSpec } from './connection-spec.js';
 import { checkCoordinates, openingFacts, resolveSpec } from './open.js';
 
 /** What `openConnection` answers (the RPC edge wraps it in an RpcTarget). */

@@ -16,7 +16,7 @@ import {
 } from '@rivulet/contract';
 import type { AppendInput } from '../../core/append-input.js';
 import { checkJsonata } from '../../core/jsonata.js';
-import { closedFact, DEFAULT_BATCH_EVENTS, type ConnectionSpec } from './connection.js';
+import { closedFact, DEFAULT_BATCH_EVENTS, type ConnectionSpec } from './connection-spec.js';
 
 /** The options as a connection runs them; refuses combinations that mean nothing (INVALID_INPUT). */
 export function resolveSpec(options: OpenConnectionOptions, kind: ConnectionSpec['kind'], generateKey: () => string): ConnectionSpec {
