@@ -21,6 +21,10 @@ const requests = values.requests ? Number(values.requests) : 0;
  * Where the time of one append request goes: every sample is charged to the deepest frame on its
  * stack that matches one of these (so nested buckets do not count twice); unmatched samples fall
  * to "other".
+ *
+ * The profiler samples wall time: a native call such as `writev` also collects the time the thread
+ * waited to run again after it (a sequential load generator woken by the answer often runs first on
+ * the same core), so compare its share with the run's CPU µs/req before reading it as work.
  */
 const BUCKETS = [
   ['(idle)', /^\(idle\)/],
@@ -29,6 +33,7 @@ const BUCKETS = [
   ['module loading (startup)', /node:internal\/modules\/|compileSourceTextModule|loadAndTranslate/],
   ['node:http request parsing', /parserOnHeadersComplete|parserOnIncoming|_http_incoming|onParserExecute/],
   ['hono / app middleware', /hono-base\.js|dist\/http\/app\.js|@hono\/node-server\/dist\/index\.mjs:1052/],
+  ['native append path (hosts/node-append)', /hosts\/node-append\.js/],
   ['Request object (@hono/node-server + undici)', /newRequestFromIncoming|Request\$1|RequestHeaders|requestPrototype|getRequestCache|_Request node/],
   ['body via web ReadableStream', /readBodyText|get body|Readable\.toWeb|webstreams/],
   ['JSON.parse + depth check', /parseJsonText|jsonDepthExceeds/],
