@@ -362,14 +362,14 @@ export class StreamActor {
     return this.listeners.size;
   }
 
-  /** True when nothing but the registry needs this actor in memory (it may be evicted). */
+  /**
+   * True when nothing of the actor itself needs it in memory: no live reader or connection, nothing
+   * committed but not yet durable. Its subscriptions' delivery may still need it; the registry asks
+   * the delivery engine about that (`canEvict`), and delivery progress kept in memory is persisted
+   * when it lets go (`onEvict`).
+   */
   get idle(): boolean {
-    return (
-      this.listeners.size === 0 &&
-      this.connectionKeys.size === 0 &&
-      (this.loaded === null || this.loaded.subscriptions.size === 0) &&
-      this.committedHead === (this.loaded?.head ?? this.committedHead)
-    );
+    return this.listeners.size === 0 && this.connectionKeys.size === 0 && this.committedHead === (this.loaded?.head ?? this.committedHead);
   }
 }
 

@@ -194,6 +194,8 @@ export interface HarnessOptions {
   webhookReceiver?: Receiver;
   /** Wakes hosted processors (test/delivery/processors.test.ts); none by default. */
   processorWaker?: ProcessorWaker;
+  /** Actors the registry keeps in memory before it evicts idle ones (test/delivery/eviction.test.ts). */
+  maxActors?: number;
 }
 
 export const testConfig: EngineConfig = {
@@ -250,7 +252,11 @@ export class Harness {
         config: this.config,
         afterCommit: (actor) => delivery?.poke(actor),
       },
-      { canEvict: (actor) => !(delivery?.isBusy(actor) ?? false), onEvict: (actor) => delivery?.forget(actor) },
+      {
+        canEvict: (actor) => !(delivery?.isBusy(actor) ?? false),
+        onEvict: (actor) => delivery?.forget(actor),
+        ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
+      },
     );
   }
 

@@ -48,6 +48,8 @@ const runOf = (streamId: string, row: SubscriptionRow) => `${streamId}:${row.run
 export class StreamSender {
   private readonly flights = new Map<string, Flight>();
   private readonly alarm: StreamAlarm;
+  /** The alarm is set (a retry, a deadline or an idle teardown is due at some time). */
+  private armed = false;
   private queued = false;
   private closed = false;
   /** Delivery of processor-wake rows (processor-driver.ts), created with the first such row. */
@@ -83,8 +85,22 @@ export class StreamSender {
     return { maxAttempts: c.maxDeliveryAttempts, baseMs: c.retryBaseMs, maxMs: c.retryMaxMs, ...ladderDefaults };
   }
 
+  /**
+   * Whether this stream's delivery needs its actor in memory: a call in flight, a hosted processor
+   * connection, a retry or deadline armed, or an owed event the next check would send. A sender
+   * that is not busy may be dropped with its actor (the registry's eviction): nothing is owed until
+   * the stream's next commit, which loads the actor and pokes a new sender.
+   */
   get busy(): boolean {
-    return this.flights.size > 0;
+    if (this.flights.size > 0 || this.armed || (this.processors?.connections ?? 0) > 0) return true;
+    const state = this.actor.coreState;
+    if (!state || this.closed) return false;
+    const head = this.actor.durableHead;
+    for (const row of this.actor.subscriptions.all()) {
+      if (row.halted || state.subscriptions.outbound.byKey[row.key] === undefined) continue;
+      if (row.cursor < head || row.inflightDeadlineAt !== null || row.nextAttemptAt !== null) return true;
+    }
+    return false;
   }
 
   private get processorDriver(): ProcessorDriver {
@@ -165,6 +181,7 @@ export class StreamSender {
 
   close(): void {
     this.closed = true;
+    this.armed = false;
     this.alarm.clear();
     this.processors?.close();
     this.preparer.retain();
@@ -176,6 +193,7 @@ export class StreamSender {
     const state = this.actor.coreState;
     this.processors?.sweep(state);
     if (!state) {
+      this.armed = false;
       this.alarm.clear();
       this.preparer.retain();
       return;
@@ -203,7 +221,8 @@ export class StreamSender {
       if (row.cursor >= head && row.inflightDeadlineAt === null) continue;
       void this.deliver(row.key);
     }
-    if (Number.isFinite(earliest)) this.alarm.set(earliest);
+    this.armed = Number.isFinite(earliest);
+    if (this.armed) this.alarm.set(earliest);
     else this.alarm.clear();
   }
 

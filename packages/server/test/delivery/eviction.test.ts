@@ -1,0 +1,96 @@
+/**
+ * The registry evicts idle actors beyond `maxActors` (engine/registry.ts), also those of source
+ * streams with subscriptions, as long as their delivery needs nothing of them (Sender.busy): their
+ * progress is persisted when they go, and the stream's next commit brings them back with a new
+ * sender. A source with a call in flight, a retry armed or an owed event stays in memory.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StreamActor } from '../../src/engine/actor.js';
+import { resumeSubscription } from '../../src/engine/commands.js';
+import { copySub, createHarness, itxSub, ok, settle, unavailable, waitFor, x, type Harness } from './harness.js';
+
+let h: Harness;
+afterEach(async () => {
+  await h.close();
+});
+
+const inMemory = (actor: StreamActor) => [...h.registry.loaded()].includes(actor);
+
+describe('eviction of source streams', () => {
+  it('a caught-up source is evicted with its progress stored, and its next append loads it and delivers once', async () => {
+    h = await createHarness({ maxActors: 2 });
+    await h.configure('/s1', copySub('k', '/r1'));
+    await h.append('/s1', x(1), x(2));
+    await h.caughtUp('/s1', 'k');
+    const first = h.actor('/s1');
+    const head = first.durableHead;
+
+    // Other streams push it out of the registry.
+    for (const path of ['/a', '/b', '/c']) await h.append(path, x(0));
+    expect(inMemory(first)).toBe(false);
+
+    // A fresh actor reads the progress that was stored when it left (no redelivery owed).
+    const again = h.actor('/s1');
+    expect(again).not.toBe(first);
+    expect(h.sub('/s1', 'k').acknowledgedOffset).toBe(head);
+
+    await h.append('/s1', x(3));
+    await h.caughtUp('/s1', 'k');
+    const copies = h.eventsOfType('/r1', 'app/x').map((e) => (e.payload as { n: number }).n);
+    expect(copies).toEqual([1, 2, 3]);
+  });
+
+  it('a source that owes a retry stays in memory until it delivered, then may go', async () => {
+    h = await createHarness({ maxActors: 1 });
+    let calls = 0;
+    h.itx.script = () => (++calls === 1 ? unavailable() : ok());
+    await h.configure('/s2', itxSub('k'));
+    await h.append('/s2', x(1));
+    await waitFor(() => calls >= 1, 'the first attempt');
+    const source = h.actor('/s2');
+    // Backing off: the sender's retry timer needs this very actor.
+    await h.append('/other', x(0));
+    expect(inMemory(source)).toBe(true);
+
+    await waitFor(() => calls >= 2, 'the retry');
+    await h.caughtUp('/s2', 'k');
+    const event = h.eventsOfType('/s2', 'app/x')[0]!.offset;
+    expect(h.itx.offsetsFor('k')).toEqual([[event], [event]]);
+    // Caught up and nothing armed: the next stream touched evicts it.
+    await settle();
+    await h.append('/other-2', x(0));
+    expect(inMemory(source)).toBe(false);
+  });
+
+  it('a source with a call in flight stays in memory', async () => {
+    h = await createHarness({ maxActors: 1 });
+    h.itx.script = () => 'hang';
+    await h.configure('/s3', itxSub('k'));
+    await h.append('/s3', x(1));
+    await waitFor(() => h.itx.calls.length === 1, 'the call');
+    const source = h.actor('/s3');
+    await h.append('/other', x(0));
+    expect(inMemory(source)).toBe(true);
+    h.itx.releaseAll(ok());
+    await h.caughtUp('/s3', 'k');
+  });
+
+  it('a halted subscription does not keep its source in memory; resuming it after eviction delivers', async () => {
+    h = await createHarness({ maxActors: 1, config: { maxDeliveryAttempts: 2 } });
+    let failingNow = true;
+    h.itx.script = () => (failingNow ? { ok: false, kind: 'failing', error: 'no' } : ok());
+    await h.configure('/s4', itxSub('k'));
+    await h.append('/s4', x(1));
+    await h.halted('/s4', 'k');
+    const source = h.actor('/s4');
+    await settle();
+    await h.append('/other', x(0));
+    expect(inMemory(source)).toBe(false);
+
+    failingNow = false;
+    await resumeSubscription(h.actor('/s4'), { subscriptionKey: 'k' });
+    await h.caughtUp('/s4', 'k');
+    // Redelivery starts again at the event it halted on.
+    expect(h.itx.callsFor('k').at(-1)!.offsets[0]).toBe(h.eventsOfType('/s4', 'app/x')[0]!.offset);
+  });
+});
