@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type AppendEvent, type RivuletClient } from '@rivulet/client';
+import { connect, createClient, watch, type AppendEvent, type RivuletClient } from '@rivulet/client';
 import { startNodeServer, type RunningServer } from '@rivulet/server/node';
 
 // No trailing slash: the server's asset handler appends its own separator.
@@ -163,6 +163,36 @@ describe('web UI', () => {
     await p.getByText('No live connections.').waitFor();
     await expect.poll(() => p.locator('polyline.spark-appends').getAttribute('points')).not.toBe('');
     await shot(p, 'stream-feed.png');
+  });
+
+  it('lists a live connection with its counters while it is open, and drops it when it closes', async () => {
+    await client.append('/watched/a', { type: 'test/seed' });
+    const p = await open('#/watched/a');
+    await p.getByText('No live connections.').waitFor();
+    const itx = await connect(server.url, { reconnect: false });
+    try {
+      const seen: number[] = [];
+      const w = watch(itx, '/watched/a', { connectionKey: 'ui-watch', replayAfterOffset: 0 }, (batch) => {
+        for (const e of batch.events) seen.push(e.offset);
+      });
+      await w.ready;
+      const [live] = await client.append('/watched/a', { type: 'test/live', payload: { n: 1 } });
+      await expect.poll(() => seen.includes(live!.offset)).toBe(true);
+      const table = p.getByTestId('connections');
+      const entry = table.locator('tr', { hasText: 'ui-watch' });
+      await entry.waitFor();
+      await expect.poll(() => entry.textContent()).toContain('live');
+      // The replay (stream/created and the seed), then the live event; its own opened fact is not sent.
+      const cells = async () => (await entry.locator('td').allTextContents()).map((t) => t.trim());
+      const header = (await table.locator('th').allTextContents()).map((t) => t.trim());
+      await expect.poll(async () => Number((await cells())[header.indexOf('eventsSent')])).toBe(3);
+      await expect.poll(async () => Number((await cells())[header.indexOf('lag')])).toBe(0);
+      await shot(p, 'live-connection.png');
+      await w.close();
+      await p.getByText('No live connections.').waitFor();
+    } finally {
+      itx.close();
+    }
   });
 
   it('appends through the composer and shows the server’s error inline when it is rejected', async () => {
