@@ -12,6 +12,7 @@ import { authenticate, type TokenTable } from '../http/auth.js';
 import { toRivuletError, type ErrorLogger } from '../http/errors.js';
 import type { ItxDeps } from '../rpc/root.js';
 import { startRpcSession, type RpcSessionHooks } from '../rpc/session.js';
+import { coalesceWrites } from './coalesce-writes.js';
 
 // Cap'n Web reads WebSocket.CONNECTING from the global, which Node 20 does not define.
 (globalThis as { WebSocket?: unknown }).WebSocket ??= WebSocket;
@@ -25,28 +26,6 @@ function refuse(socket: Duplex, error: RivuletError): void {
     `HTTP/1.1 ${error.status} ${error.code}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
-}
-
-/**
- * The messages one turn sends leave in one socket write. Cap'n Web sends every RPC message with its
- * own `ws.send()`, and `ws` writes each frame at once: a commit that calls a hundred live callbacks
- * (protocol §19) would make several hundred writes. The socket stays corked until the end of the
- * turn (process.nextTick runs after the turn's microtasks), then one writev sends them all.
- */
-function coalesceWrites(ws: WebSocket, socket: Duplex): void {
-  const send = ws.send.bind(ws) as (...args: unknown[]) => void;
-  let corked = false;
-  ws.send = ((...args: unknown[]) => {
-    if (!corked && !socket.destroyed) {
-      corked = true;
-      socket.cork();
-      process.nextTick(() => {
-        corked = false;
-        socket.uncork();
-      });
-    }
-    send(...args);
-  }) as typeof ws.send;
 }
 
 export interface RpcEndpoint {
