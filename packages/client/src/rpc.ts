@@ -9,6 +9,7 @@
  */
 import { RivuletError } from '@rivulet/contract';
 import { newWebSocketRpcSession, type RpcStub } from 'capnweb';
+import { coalesceWrites } from './coalesce.js';
 import type { ItxRootRpc } from './rpc-types.js';
 
 type WebSocketCtor = new (url: string, options?: unknown) => WebSocket;
@@ -108,6 +109,7 @@ async function openSocket(base: string, options: ConnectOptions): Promise<WebSoc
     socket.addEventListener('error', failed);
     (socket as unknown as { on?: (e: string, cb: unknown) => void }).on?.('unexpected-response', unexpected);
   });
+  if (nodeWs) coalesceWrites(socket);
   return socket;
 }
 
