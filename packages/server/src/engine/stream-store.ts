@@ -45,8 +45,24 @@ export interface RawEvent {
 
 const projectKey = (projectId: string | null): string => projectId ?? '';
 
+/** The project of a streams row whose lifetime was destroyed and whose events are still being purged. */
+export const ERASED_PROJECT = '\u0000erased';
+
+export interface StreamStoreOptions {
+  /**
+   * Erase a destroyed lifetime's events later, in chunks (`purgeErased`), rather than inside the
+   * destroy's transaction: where one database holds every stream (the Node host), deleting millions
+   * of rows at once would stop every other stream for seconds. Called (inside the destroy's
+   * transaction) each time such work is left; the host schedules the purge.
+   */
+  onDeferredErase?(): void;
+}
+
 export class StreamStore {
-  constructor(readonly storage: SqlStorage) {}
+  constructor(
+    readonly storage: SqlStorage,
+    private readonly options: StreamStoreOptions = {},
+  ) {}
 
   find(projectId: string | null, path: string): StreamRow | undefined {
     return this.storage.exec<StreamRow>(
@@ -140,11 +156,38 @@ export class StreamStore {
     return this.storage.exec<{ ofs: number; body: string }>(sql, ...params).map((r) => ({ offset: r.ofs, json: r.body }));
   }
 
-  /** Erases every row of one stream lifetime. */
+  /**
+   * Erases one stream lifetime. With deferred erasure its events stay until `purgeErased` deletes
+   * them; the streams row stays too, moved out of every project (so the path is free at once and
+   * nothing lists or loads it), keeping its sid taken so that no new lifetime can see them.
+   */
   erase(sid: number): void {
-    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
     this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ?`, sid);
+    if (this.options.onDeferredErase) {
+      this.storage.run(`UPDATE streams SET project = ?, path = ? WHERE sid = ?`, ERASED_PROJECT, `sid:${sid}`, sid);
+      this.options.onDeferredErase();
+      return;
+    }
+    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
     this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
+  }
+
+  /**
+   * Deletes up to `maxRows` events of destroyed lifetimes (deferred erasure), and the streams row of
+   * a lifetime once its last event is gone, in one transaction. Answers whether erased lifetimes
+   * remain (call again).
+   */
+  purgeErased(maxRows: number): boolean {
+    const row = this.storage.exec<{ sid: number }>(`SELECT sid FROM streams WHERE project = ? LIMIT 1`, ERASED_PROJECT)[0];
+    if (!row) return false;
+    this.storage.transaction(
+      () => {
+        const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
+        if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
+      },
+      { durable: false },
+    );
+    return true;
   }
 
   /** Drops ephemeral events older than `beforeMs`, and beyond the newest `keep` (offsets are never reused). */

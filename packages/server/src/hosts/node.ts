@@ -16,6 +16,7 @@ import { StreamRegistry } from '../engine/registry.js';
 import { openSchema } from '../engine/schema.js';
 import { LocalStreamService } from '../engine/service.js';
 import { StreamStore } from '../engine/stream-store.js';
+import { ErasedPurger } from './node-purge.js';
 import { createApp } from '../http/app.js';
 import { parseTokensFile } from '../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../http/errors.js';
@@ -80,6 +81,8 @@ export interface RunningServer {
   processors: CallableRegistry;
   /** Open RPC sessions. */
   readonly rpcSessions: number;
+  /** Destroyed lifetimes' rows are still being deleted in the background (diagnostics, tests). */
+  readonly erasing: boolean;
   close(): Promise<void>;
 }
 
@@ -123,7 +126,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     if (value !== undefined) (config as unknown as Record<string, unknown>)[key] = value;
   }
   const metrics = createServerMetrics();
-  const store = new StreamStore(storage);
+  // Destroyed lifetimes' events are deleted in chunks between requests (StreamStore.purgeErased).
+  const purger = new ErasedPurger(() => store, (message, error) => logger.error(message, error));
+  const store = new StreamStore(storage, { onDeferredErase: () => purger.schedule() });
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
   const logger = options.logger ?? consoleLogger;
@@ -234,6 +239,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   ready = true;
   // Owed deliveries resume after a restart without any new append (S40).
   for (const { projectId, path } of store.streamsWithSubscriptions()) delivery.poke(registry.get(projectId, path));
+  // Erasures a previous run left unfinished go on.
+  purger.schedule();
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   let closing: Promise<void> | undefined;
@@ -249,6 +256,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     get rpcSessions() {
       return rpc.sessions;
     },
+    get erasing() {
+      return purger.active;
+    },
     close() {
       closing ??= (async () => {
         ready = false;
@@ -257,6 +267,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         rpc.close();
         delivery.close();
         webhooks.close();
+        purger.stop();
         await new Promise<void>((res) => {
           server.close(() => res());
           server.closeAllConnections();
