@@ -21,6 +21,20 @@ export interface DeliveryStamp {
   attempt: number;
 }
 
+/** The stamp fields of `from`, and nothing else of it (a sender's context holds much more). */
+export function pickDeliveryStamp(from: DeliveryStamp): DeliveryStamp {
+  return {
+    projectId: from.projectId,
+    path: from.path,
+    streamId: from.streamId,
+    streamCreatedAt: from.streamCreatedAt,
+    subscriptionKey: from.subscriptionKey,
+    cursorChangedAtSourceOffset: from.cursorChangedAtSourceOffset,
+    deliveryId: from.deliveryId,
+    attempt: from.attempt,
+  };
+}
+
 /** The batch an itx-call subscription hands a worker's method (SEMANTICS §5.7). */
 export interface ItxBatch extends DeliveryStamp {
   streamMaxOffset: number;

@@ -5,7 +5,7 @@
  * coordinates (path, offset, createdAt, idempotencyKey, source) stay the source's, so a receiver
  * deduplicates by (streamId, event.offset) whatever the transform does.
  */
-import type { CommittedEvent, DeliveryStamp, WebhookEnvelope } from '@rivulet/contract';
+import { pickDeliveryStamp, type CommittedEvent, type DeliveryStamp, type WebhookEnvelope } from '@rivulet/contract';
 import type { ShapedEvent } from './filter.js';
 
 export type { WebhookEnvelope };
@@ -34,14 +34,8 @@ export function headerSafeId(id: string): string {
 
 export function webhookEnvelope(stamp: WebhookStamp, configuredEvent: CommittedEvent, event: CommittedEvent, shaped: ShapedEvent): WebhookEnvelope {
   return {
-    projectId: stamp.projectId,
-    path: stamp.path,
-    streamId: stamp.streamId,
-    streamCreatedAt: stamp.streamCreatedAt,
-    subscriptionKey: stamp.subscriptionKey,
-    cursorChangedAtSourceOffset: stamp.cursorChangedAtSourceOffset,
+    ...pickDeliveryStamp(stamp),
     deliveryId: headerSafeId(stamp.deliveryId),
-    attempt: stamp.attempt,
     configuredEvent,
     event: shapedCommittedEvent(event, shaped),
   };

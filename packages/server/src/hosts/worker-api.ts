@@ -15,6 +15,7 @@ import type {
   ConnectionBatch,
   ConnectionClosed,
   ConnectionCloseReason,
+  DeliveryStamp,
   EventInput,
   ItxExpression,
   ListResponse,
@@ -145,15 +146,7 @@ export interface IndexObjectApi {
 }
 
 /** What a stream object's itx-call delivery sends the project's hub (the serialisable part of a DeliveryContext). */
-export interface ItxDelivery {
-  projectId: P;
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  deliveryId: string;
-  attempt: number;
+export interface ItxDelivery extends DeliveryStamp {
   streamMaxOffset: number;
   expression: unknown;
   events: ReadonlyArray<{ event: CommittedEvent; shaped: unknown }>;

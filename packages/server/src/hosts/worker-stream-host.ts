@@ -20,6 +20,7 @@
 import {
   RivuletError,
   canonicalizePath,
+  pickDeliveryStamp,
   type CoreState,
   type OpenConnectionOptions,
   type WaitForEventBody,
@@ -71,14 +72,7 @@ function remoteItx(env: WorkerEnv): Receiver {
       if (receiver.action !== 'itx-call') return { ok: false, kind: 'fatal', error: 'internal error: itx receiver given another action' };
       try {
         return await env.RPC_HUB.getByName(projectObjectName(ctx.projectId)).deliverItx({
-          projectId: ctx.projectId,
-          path: ctx.path,
-          streamId: ctx.streamId,
-          streamCreatedAt: ctx.streamCreatedAt,
-          subscriptionKey: ctx.subscriptionKey,
-          cursorChangedAtSourceOffset: ctx.cursorChangedAtSourceOffset,
-          deliveryId: ctx.deliveryId,
-          attempt: ctx.attempt,
+          ...pickDeliveryStamp(ctx),
           streamMaxOffset: ctx.streamMaxOffset,
           expression: receiver.expression,
           events: events.map((e) => ({ event: e.event, shaped: e.shaped })),

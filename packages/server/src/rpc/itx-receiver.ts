@@ -7,7 +7,7 @@
  * - the worker's error carries `retryable: false`: fatal — halt at once;
  * - any other error: failing.
  */
-import { RivuletError } from '@rivulet/contract';
+import { RivuletError, pickDeliveryStamp } from '@rivulet/contract';
 import type { DeliveryOutcome, Receiver } from '../engine/delivery/receiver.js';
 import { ItxStepError, callItx, messageOf } from './itx-call.js';
 import type { ItxRoot } from './root.js';
@@ -33,14 +33,7 @@ export function itxReceiver(rootFor: (projectId: string | null) => ItxRoot): Rec
       const receiver = ctx.entry.configuration.receiver;
       if (receiver.action !== 'itx-call') throw new RivuletError('INTERNAL', 'itx receiver given another action');
       const batch = {
-        projectId: ctx.projectId,
-        path: ctx.path,
-        streamId: ctx.streamId,
-        streamCreatedAt: ctx.streamCreatedAt,
-        subscriptionKey: ctx.subscriptionKey,
-        cursorChangedAtSourceOffset: ctx.cursorChangedAtSourceOffset,
-        deliveryId: ctx.deliveryId,
-        attempt: ctx.attempt,
+        ...pickDeliveryStamp(ctx),
         streamMaxOffset: ctx.streamMaxOffset,
         // The transform shapes type/payload/metadata; coordinates stay the source's.
         events: events.map(({ event, shaped }) => {

@@ -2,21 +2,12 @@
  * What the sender hands a receiver, and what it expects back. Receivers only deliver: validation
  * happened at configure time, and the ladder, skip rules and cursors belong to the sender.
  */
-import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
+import type { CommittedEvent, DeliveryStamp, OutboundEntry } from '@rivulet/contract';
 import type { FailureKind } from '../../core/ladder.js';
 import type { ShapedEvent } from '../../core/filter.js';
 
-export interface DeliveryContext {
-  projectId: string | null;
-  /** Source stream path. */
-  path: string;
-  streamId: string;
-  streamCreatedAt: string;
-  subscriptionKey: string;
-  cursorChangedAtSourceOffset: number;
-  deliveryId: string;
-  /** 1 for the first try of this batch's first event in this run, then 2, 3, … */
-  attempt: number;
+/** The stamp of the delivery (source coordinates, `deliveryId`, `attempt`), and what the sender adds. */
+export interface DeliveryContext extends DeliveryStamp {
   streamMaxOffset: number;
   entry: OutboundEntry;
   /** One durable event of the source stream by offset, if it is still there (the webhook envelope's configuredEvent). */
