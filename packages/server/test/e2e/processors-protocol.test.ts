@@ -127,7 +127,9 @@ describe('the hosted processor protocol over RPC', () => {
         return r?.lastError ? r : undefined;
       }, 'the failing report');
       expect(row.acknowledgedOffset).toBeLessThan(order!.offset);
-      expect(host.receipts[0]).toMatchObject({ accepted: false });
+      // The server records the failure before its answer to the report reaches the host.
+      const receipt = await eventually(async () => host.receipts[0], 'the receipt of the report');
+      expect(receipt).toMatchObject({ accepted: false });
       fatal = true;
       const halted = await eventually(
         async () => (await server.api.readAll(path)).find((e) => e.type === EventType.subscriptionDeliveryHalted),
