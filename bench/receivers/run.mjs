@@ -17,7 +17,7 @@
  * POSTs of the same size from this process to the same receiver, one after another.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -25,6 +25,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { CLI, cpuModel, gitState, machineBusyMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { call, fmtN, fmtX, median, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
@@ -88,17 +89,6 @@ function serverFlags(name) {
   return ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`];
 }
 const freshDir = tempFolders('rivulet-bench-receivers-');
-
-async function call(url, method, path, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 const PAYLOAD = { user: 'u-00042', text: 'the quick brown fox jumps over the lazy dog 0123456789', n: 0 };
 
@@ -327,12 +317,6 @@ async function webhookRound(round, subscriptions, impl) {
   }
 }
 
-const median = (values) => {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
-};
-const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
-const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
 
 async function main() {
   const startedAt = new Date();
@@ -416,10 +400,7 @@ async function main() {
   console.log(`\n${Math.round(wallSeconds)} s; load average ${load(machine.loadAverageAtStart)} at start, ${load(machine.loadAverageAtEnd)} at end`);
   if (cfg.profile) console.log(`CPU profiles: ${relative(process.cwd(), profileDir)}`);
   if (!flags['no-write']) {
-    const out = flags.out ?? join(root, 'bench', 'results', `receivers-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ bench: 'receivers', machine, config: { ...cfg, quick: flags.quick }, summary, targets, itx, webhook, wallSeconds }, null, 2)}\n`);
-    console.log(`results: ${relative(process.cwd(), out)}`);
+    writeResult('receivers', startedAt, { machine, config: { ...cfg, quick: flags.quick }, summary, targets, itx, webhook, wallSeconds }, flags.out);
   }
 }
 
