@@ -18,7 +18,7 @@ import type { Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { configured, eventually } from '../helpers/subscriptions.js';
 import { assertSdkBuilt } from '../fixtures/worker-process.js';
-import { foldLedger, killAllHosts, readStore, spawnProcessorHost } from '../fixtures/processor-host-process.js';
+import { foldLedger, killAllHosts, readStore, spawnProcessorHost, type HostProcess } from '../fixtures/processor-host-process.js';
 
 let dir: string;
 let server: TestServer;
@@ -62,7 +62,12 @@ async function subscribe(path: string): Promise<void> {
 }
 
 /** Waits until the stored checkpoint reached `offset`; answers the stored row. */
-function storedThrough(dbPath: string, path: string, offset: number) {
+/**
+ * The host's stored row once it reached `offset`, after the host also reported that commit on its
+ * stdout (it commits first, then reports: reading the file alone could beat the report).
+ */
+async function storedThrough(host: HostProcess, dbPath: string, path: string, offset: number) {
+  await host.until(() => host.commits.some((c) => c.path === path && c.checkpoint >= offset), `a commit through ${offset}`, 10_000);
   return eventually(() => {
     const row = readStore(dbPath, path, 'ledger');
     return row && row.checkpoint >= offset ? row : undefined;
@@ -87,7 +92,7 @@ describe('a processor host killed with SIGKILL', () => {
 
     const again = await spawnProcessorHost(server.url, { dbPath });
     const last = events[3]!.offset;
-    const stored = await storedThrough(dbPath, path, last);
+    const stored = await storedThrough(again, dbPath, path, last);
     expect(stored.state).toEqual(foldLedger(await api.readAll(path)));
     expect(stored.state.offsets).toEqual(events.map((e) => e.offset));
     // The restarted host resumed after the committed checkpoint: it folded only the two after it.
@@ -113,7 +118,7 @@ describe('a processor host killed with SIGKILL', () => {
     const more = await api.append(path, order(40));
     const again = await spawnProcessorHost(server.url, { dbPath });
     const last = more[0]!.offset;
-    const stored = await storedThrough(dbPath, path, last);
+    const stored = await storedThrough(again, dbPath, path, last);
     const all = await api.readAll(path);
     expect(stored.state).toEqual(foldLedger(all));
     expect(stored.state).toEqual({ count: 4, total: 100, offsets: [...events.map((e) => e.offset), last] });
