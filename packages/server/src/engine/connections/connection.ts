@@ -12,18 +12,12 @@
  * - A JSONata condition that throws delivers the healthy prefix of the batch, then closes the
  *   connection with `delivery-failed`; so does a callback that rejects.
  */
-import {
-  type CommittedEvent,
-  type ConnectionBatch,
-  type ConnectionClosed,
-  type ConnectionCloseReason,
-  type ConnectionRuntimeState,
-  type CoreState,
-} from '@rivulet/contract';
+import type { CommittedEvent, ConnectionBatch, ConnectionClosed, ConnectionCloseReason, ConnectionRuntimeState, CoreState } from '@rivulet/contract';
 import { conditionMatches, typeMatches } from '../../core/filter.js';
 import type { StreamActor } from '../actor.js';
 import { committedJson } from '../event-json.js';
 import type { LiveListener } from '../live.js';
+import { Backlog } from './backlog.js';
 import { closedFact, errorText, type BatchCallback, type ConnectionLimits, type ConnectionSpec } from './connection-spec.js';
 
 /** What a connection needs of the set that holds it. */
@@ -68,8 +62,7 @@ export class LiveConnection implements LiveListener {
   /** The offset of its connection-opened fact. */
   openedAt = 0;
 
-  private pending: CommittedEvent[] = [];
-  private pendingBytes = 0;
+  private readonly pending = new Backlog();
   private stateDirty = false;
   private firstSent = false;
   private inFlight = false;
@@ -158,15 +151,11 @@ export class LiveConnection implements LiveListener {
         continue;
       }
       this.pending.push(event);
-      this.pendingBytes += committedJson(event).length;
       queued = true;
     }
-    if (this.pending.length > this.limits.maxBacklogEvents || this.pendingBytes > this.limits.maxBacklogBytes) {
-      void this.close(
-        'backlog-exceeded',
-        `the callback fell behind by ${this.pending.length} events (${this.pendingBytes} bytes) not yet delivered; ` +
-          `the bound is ${this.limits.maxBacklogEvents} events or ${this.limits.maxBacklogBytes} bytes`,
-      );
+    const overflow = this.pending.overflow(this.limits);
+    if (overflow !== null) {
+      void this.close('backlog-exceeded', overflow);
       return;
     }
     if (queued) this.poke();
@@ -320,7 +309,7 @@ export class LiveConnection implements LiveListener {
     let bytes = 0;
     let through = this.deliveredThrough;
     let taken = 0;
-    const queue = this.pending;
+    const { events: queue, mark } = this.pending.view();
     while (taken < queue.length) {
       const event = queue[taken]!;
       const size = committedJson(event).length;
@@ -336,13 +325,8 @@ export class LiveConnection implements LiveListener {
         bytes += size;
       }
     }
-    // The queue may have grown (or been replaced by close) while conditions were evaluated.
-    if (this.pending === queue) {
-      let removed = 0;
-      for (let i = 0; i < taken; i++) removed += committedJson(queue[i]!).length;
-      queue.splice(0, taken);
-      this.pendingBytes -= removed;
-    }
+    // The queue may have grown (or been cleared by close) while conditions were evaluated.
+    this.pending.take(taken, mark);
     if (out.length > 0 || !this.firstSent) return this.batch(out, through);
     this.deliveredThrough = Math.max(this.deliveredThrough, through);
     if (this.failure === null && this.pending.length > 0) this.signalled = true;
@@ -376,8 +360,7 @@ export class LiveConnection implements LiveListener {
     this.outcome = outcome;
     this.stopWatching?.();
     this.stopWatching = null;
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.pending.clear();
     this.owner.release(this);
     const wake = this.wake;
     this.wake = null;
