@@ -13,12 +13,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { StreamService } from '../engine/service.js';
 import type { ServerMetrics } from '../engine/metrics.js';
 import { authenticate, type TokenTable } from '../http/auth.js';
-import { decodeBody, parseJsonText, requireJsonContentType } from '../http/body.js';
+import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType } from '../http/body.js';
 import { appendAnswer, parseAppendBody } from '../http/append-body.js';
 import { toRivuletError, type ErrorLogger } from '../http/errors.js';
-import type { HeaderReader } from '../http/request-headers.js';
+import { plainHeaders } from '../http/request-headers.js';
 import { parseStreamAddress } from '../http/stream-url.js';
-import { RivuletError } from '@rivulet/contract';
 
 export interface NativeAppendOptions {
   service: StreamService;
@@ -36,17 +35,6 @@ const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const ROUTE = 'POST /v1/streams/{path}';
 const INVALID_ROUTE = 'POST /v1/streams/{invalid}';
-
-function headersOf(incoming: IncomingMessage): HeaderReader {
-  const raw = incoming.headers;
-  return {
-    get(name) {
-      const value = raw[name];
-      if (value === undefined) return null;
-      return Array.isArray(value) ? value.join(', ') : value;
-    },
-  };
-}
 
 function readBody(incoming: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -77,13 +65,10 @@ export function nativeAppend(options: NativeAppendOptions): (incoming: IncomingM
     try {
       const address = parseStreamAddress(url);
       route = ROUTE;
-      const headers = headersOf(incoming);
+      const headers = plainHeaders(incoming.headers);
       const principal = authenticate(headers, tokens);
       requireJsonContentType(headers.get('content-type'));
-      const declared = Number(headers.get('content-length'));
-      if (declared > maxBodyBytes) {
-        throw new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${maxBodyBytes} bytes`, { limit: maxBodyBytes });
-      }
+      checkDeclaredLength(headers, maxBodyBytes);
       const inputs = parseAppendBody(parseJsonText(decodeBody(await readBody(incoming))));
       text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
       status = 200;

@@ -22,9 +22,15 @@ function tooLarge(limit: number): RivuletError {
   return new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit });
 }
 
-export async function readBodyText(request: Request, headers: HeaderReader, maxBytes: number): Promise<string> {
+/** Refuses a body whose declared length is over the cap before any of it is read. */
+export function checkDeclaredLength(headers: HeaderReader, maxBytes: number): void {
   const declared = headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+}
+
+export async function readBodyText(request: Request, headers: HeaderReader, maxBytes: number): Promise<string> {
+  checkDeclaredLength(headers, maxBytes);
+  const declared = headers.get('content-length');
   // A declared length is already within the cap: read it in one go. On Node this must not touch
   // `request.body`, which would build the web stream machinery, the largest cost of a small
   // append. A chunked body is counted while it is read.

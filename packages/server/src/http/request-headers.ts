@@ -15,7 +15,11 @@ interface IncomingLike {
 /** `name` must be lower case. */
 export function headerReader(request: Request, incoming: IncomingLike | undefined): HeaderReader {
   const raw = incoming?.headers;
-  if (!raw) return request.headers;
+  return raw ? plainHeaders(raw) : request.headers;
+}
+
+/** Headers kept as a plain object of lower-case names (Node's incoming message). */
+export function plainHeaders(raw: Record<string, string | string[] | undefined>): HeaderReader {
   return {
     get(name) {
       const value = raw[name];
