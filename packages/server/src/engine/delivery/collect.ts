@@ -8,6 +8,7 @@
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { conditionMatches, excludedFromCopy } from '../../core/filter.js';
 import { JsonataError } from '../../core/jsonata.js';
+import type { SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
 
 export interface CollectLimits {
@@ -81,4 +82,14 @@ export async function collectBatch(
   }
   if (events.length === 0) return { kind: 'none', scannedTo };
   return { kind: 'events', events, bytes, scannedTo };
+}
+
+/**
+ * A read that owes nothing up to `scannedTo`: the cursor passes the non-matching events (SEMANTICS
+ * §5.2) — quietly, unless a watchdog is stored, which is cleared with it through `write`.
+ */
+export function passOver(actor: StreamActor, write: (row: SubscriptionRow) => void, row: SubscriptionRow, scannedTo: number): void {
+  const cursor = Math.max(row.cursor, scannedTo);
+  if (row.inflightDeadlineAt !== null) write({ ...row, cursor, inflightDeadlineAt: null });
+  else if (cursor !== row.cursor) actor.subscriptions.advanceQuietly(row, cursor);
 }

@@ -13,7 +13,7 @@ import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { shapeEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
-import { collectBatch } from './collect.js';
+import { collectBatch, passOver } from './collect.js';
 import type { DeliveryFailures, Flight } from './failures.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver, type Receivers } from './receiver.js';
@@ -85,9 +85,7 @@ export class DeliveryPreparer {
     const current = this.deps.current(key, flight);
     if (!current) return undefined;
     if (collected.kind === 'none') {
-      const cursor = Math.max(current.cursor, collected.scannedTo);
-      if (current.inflightDeadlineAt !== null) this.deps.write({ ...current, cursor, inflightDeadlineAt: null });
-      else if (cursor !== current.cursor) actor.subscriptions.advanceQuietly(current, cursor);
+      passOver(actor, this.deps.write, current, collected.scannedTo);
       return undefined;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {

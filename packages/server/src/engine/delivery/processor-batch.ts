@@ -7,7 +7,6 @@
  */
 import type { CommittedEvent, ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
 import { judgeReport, type ReportJudgement } from '../../core/processor-wake.js';
-import type { Collected } from './collect.js';
 import type { HostedCallable, HostedFailure } from './processor-port.js';
 import { errorText } from './receiver.js';
 
@@ -30,8 +29,6 @@ export interface Hosted {
   lastActiveAt: number;
   pending: Pending | null;
   closed: boolean;
-  /** Matching events read ahead (one read serves many one-event batches); valid for this connection's run. */
-  ahead: Collected | null;
 }
 
 /** The batch's coordinates (everything but the event and the report callback). */

@@ -36,7 +36,8 @@ import type { Clock } from '../../ports/clock.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
-import { collectBatch, type Collected } from './collect.js';
+import { collectBatch, passOver } from './collect.js';
+import { ReadAhead, type Owed } from './read-ahead.js';
 import { errorText } from './receiver.js';
 import { within, type ProcessorWaker, type WakeOutcome } from './processor-port.js';
 import { callBatch, type Hosted } from './processor-batch.js';
@@ -64,16 +65,17 @@ export interface ProcessorPort {
 }
 
 const ONE = { maxEvents: 1, maxBytes: Number.MAX_SAFE_INTEGER, scanRows: 1000 } as const;
-/** Matching events read at once for a connection; still sent one per batch. */
-const AHEAD = { maxEvents: 64, maxBytes: 1_048_576, scanRows: 1000 } as const;
 
 export class ProcessorDriver {
   private readonly hosted = new Map<string, Hosted>();
+  /** Matching events read a page at a time and sent one per batch (valid per run and cursor). */
+  private readonly readAhead: ReadAhead;
   private readonly detachView: () => void;
   private stopWatch: (() => void) | undefined;
   private closedForGood = false;
 
   constructor(private readonly port: ProcessorPort) {
+    this.readAhead = new ReadAhead(port.actor);
     this.detachView = port.actor.addConnectionView(() => this.view());
   }
 
@@ -103,6 +105,7 @@ export class ProcessorDriver {
 
   /** Closes the connections whose subscription is gone, halted, or of another run or lifetime. */
   sweep(state: CoreState | null): void {
+    this.readAhead.retain((key) => state?.subscriptions.outbound.byKey[key]?.configuration.receiver.action === 'processor-wake');
     for (const [key, hosted] of [...this.hosted]) {
       const entry = state?.subscriptions.outbound.byKey[key];
       const row = state ? this.port.actor.subscriptions.get(key) : undefined;
@@ -155,6 +158,7 @@ export class ProcessorDriver {
   /** Closes every connection for good (the sender closed). */
   close(): void {
     this.closedForGood = true;
+    this.readAhead.clear();
     for (const [key, hosted] of [...this.hosted]) this.drop(key, hosted);
     this.detachView();
   }
@@ -207,15 +211,8 @@ export class ProcessorDriver {
     }
   }
 
-  /** Nothing matched up to `scannedTo`: the cursor passes the non-matching events (SEMANTICS §5.2). */
-  private passed(row: SubscriptionRow, scannedTo: number): void {
-    const cursor = Math.max(row.cursor, scannedTo);
-    if (row.inflightDeadlineAt !== null) this.port.write({ ...row, cursor, inflightDeadlineAt: null });
-    else if (cursor !== row.cursor) this.port.actor.subscriptions.advanceQuietly(row, cursor);
-  }
-
   /** Handles a read that delivers nothing; answers the event to send otherwise. */
-  private async owed(key: string, entry: OutboundEntry, flight: Flight, collected: Collected): Promise<CommittedEvent | undefined> {
+  private async owed(key: string, entry: OutboundEntry, flight: Flight, collected: Owed): Promise<CommittedEvent | undefined> {
     const row = this.port.current(key, flight);
     if (!row) return undefined;
     if (collected.kind !== 'none' && collected.events.length > 0) return collected.events[0];
@@ -223,7 +220,7 @@ export class ProcessorDriver {
       await this.port.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
       return undefined;
     }
-    this.passed(row, collected.scannedTo);
+    passOver(this.port.actor, (r) => this.port.write(r), row, collected.scannedTo);
     return undefined;
   }
 
@@ -246,24 +243,9 @@ export class ProcessorDriver {
     }
     const row = port.current(key, flight);
     if (!row) return;
-    const event = await this.owed(key, entry, flight, await this.readAhead(hosted, entry, row.cursor));
+    const event = await this.owed(key, entry, flight, await this.readAhead.next(key, flight.run, entry, row.cursor));
     if (!event) return;
     await this.send(key, entry, flight, hosted, event);
-  }
-
-  /**
-   * What follows `cursor`, from the events read ahead while they last (events are immutable and the
-   * cursor only moves forward on a connection), else from a new read.
-   */
-  private async readAhead(hosted: Hosted, entry: OutboundEntry, cursor: number): Promise<Collected> {
-    const ahead = hosted.ahead;
-    if (ahead && ahead.kind !== 'none') {
-      const events = ahead.events.filter((e) => e.offset > cursor);
-      if (events.length > 0) return { ...ahead, events };
-      if (ahead.kind === 'condition-error' && ahead.failingOffset > cursor) return { ...ahead, events };
-    }
-    hosted.ahead = await collectBatch(this.port.actor, entry, cursor, AHEAD);
-    return hosted.ahead;
   }
 
   private async wake(key: string, entry: OutboundEntry, flight: Flight): Promise<Hosted | undefined> {
@@ -321,7 +303,6 @@ export class ProcessorDriver {
       lastActiveAt: started,
       pending: null,
       closed: false,
-      ahead: null,
     };
     this.open(key, hosted);
     outcome.callable.onBroken((error) => {
