@@ -136,3 +136,64 @@ export function cpuModel() {
     return os.cpus()[0]?.model;
   }
 }
+
+/**
+ * A child Node process that prints "listening on <url>" when ready, then lines. Resolves with
+ * `{child, url, lines, waitFor, send, stop, stderr}`: `lines` collects every line after the ready
+ * one; `waitFor(predicate, timeoutMs?)` resolves with the predicate's first truthy answer over
+ * `lines`; `send(text)` writes a line to its stdin (with `stdin: true`).
+ */
+export function startLineChild(script, args, label, { nodeArgs = [], stdin = false, waitTimeoutMs = 60_000 } = {}) {
+  return new Promise((resolvePromise, reject) => {
+    const child = track(spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: root, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] }));
+    const lines = [];
+    const waiters = new Set();
+    let buffer = '';
+    let url;
+    let err = '';
+    const stderr = () => err;
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (c) => (err += c));
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf('\n')) !== -1) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (url === undefined) {
+          const m = /listening on (\S+)/.exec(line);
+          if (m) {
+            url = m[1];
+            resolvePromise({ child, url, lines, waitFor, send: (text) => child.stdin.write(`${text}\n`), stop: () => stopServer({ child, stderr }), stderr });
+          }
+          continue;
+        }
+        lines.push(line);
+        for (const w of waiters) w();
+      }
+    });
+    child.once('exit', (code) => {
+      if (url === undefined) reject(new Error(`${label} exited (${code}) before it was ready\n${err}`));
+    });
+    function waitFor(predicate, timeoutMs = waitTimeoutMs) {
+      return new Promise((res, rej) => {
+        const check = () => {
+          const found = predicate(lines);
+          if (found) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            res(found);
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          rej(new Error(`${label}: condition not met in ${timeoutMs} ms\n${err}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    }
+  });
+}
+

@@ -19,6 +19,19 @@ export async function call(url, method, path, body) {
   return JSON.parse(text);
 }
 
+/** The payload of every preloaded event (about 100 bytes of JSON). */
+export const PAYLOAD = { user: 'u-00042', text: 'the quick brown fox jumps over the lazy dog 0123456789', n: 0 };
+
+/** Appends `count` events of about 100 bytes to `path` in batches of 1000; answers the head. */
+export async function preload(url, path, count) {
+  for (let done = 0; done < count; ) {
+    const n = Math.min(1000, count - done);
+    await call(url, 'POST', `/v1/streams${path}`, Array.from({ length: n }, (_, i) => ({ type: 'bench/e', payload: { ...PAYLOAD, n: done + i } })));
+    done += n;
+  }
+  return (await call(url, 'GET', `/v1/streams${path}?limit=1`)).streamMaxOffset;
+}
+
 /** The median of the finite values (the lower middle one of an even count); NaN when none. */
 export function median(values) {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);

@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLI, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
-import { call, machineInfo, median, writeResult } from '../lib/report.mjs';
+import { call, machineInfo, median, preload, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const HOST = join(here, 'processor-host.mjs');
@@ -44,16 +44,6 @@ const cfg = {
 };
 const freshDir = tempFolders('rivulet-bench-processors-');
 
-const PAYLOAD = { user: 'u-00042', text: 'the quick brown fox jumps over the lazy dog 0123456789', n: 0 };
-
-async function preload(url, path, count) {
-  for (let done = 0; done < count; ) {
-    const n = Math.min(1000, count - done);
-    await call(url, 'POST', `/v1/streams${path}`, Array.from({ length: n }, (_, i) => ({ type: 'bench/e', payload: { ...PAYLOAD, n: done + i } })));
-    done += n;
-  }
-  return (await call(url, 'GET', `/v1/streams${path}?limit=1`)).streamMaxOffset;
-}
 
 /** Runs the host script; resolves with the child and a waiter for a line matching `pattern`. */
 function startHost(args) {

@@ -12,14 +12,13 @@
  * the same run the SSE tail's latency as the baseline, and the CPU time each side spends per
  * probe. Processor folding throughput is measured by processors.mjs beside it.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { CLI, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { CLI, procCpuMs, root, startLineChild, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { call, fmtMs, machineInfo, median, table, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -69,6 +68,9 @@ if (cfg.durability !== 'full' && cfg.durability !== 'relaxed') throw new Error(`
 const freshDir = tempFolders('rivulet-bench-live-');
 const profileDir = join(root, 'bench', 'results', 'profiles');
 /** Node flags of a child: a CPU profile named after it with --profile. */
+/** A child of this benchmark: ready at "listening on …", then lines; stdin stays open for commands. */
+const startChild = (script, args, label) => startLineChild(script, args, label, { nodeArgs: profileArgs(label), stdin: true });
+
 function profileArgs(label) {
   if (!flags.profile) return [];
   mkdirSync(profileDir, { recursive: true });
@@ -77,57 +79,6 @@ function profileArgs(label) {
 
 // ------------------------------------------------------------------ shared helpers
 
-
-/** A child that prints "listening on …" when ready, then lines; stdin stays open for commands. */
-function startChild(script, args, label) {
-  return new Promise((resolvePromise, reject) => {
-    const child = track(spawn(process.execPath, [...profileArgs(label), script, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] }));
-    const lines = [];
-    const waiters = new Set();
-    let buffer = '';
-    let ready = false;
-    let err = '';
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (c) => (err += c));
-    child.stdout.on('data', (chunk) => {
-      buffer += chunk;
-      let nl;
-      while ((nl = buffer.indexOf('\n')) !== -1) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        if (!ready && /listening on/.test(line)) {
-          ready = true;
-          resolvePromise({ child, lines, waitFor, send: (text) => child.stdin.write(`${text}\n`), stderr: () => err });
-          continue;
-        }
-        lines.push(line);
-        for (const w of waiters) w();
-      }
-    });
-    child.once('exit', (code) => {
-      if (!ready) reject(new Error(`${label} exited (${code}) before it was ready\n${err}`));
-    });
-    function waitFor(predicate, timeoutMs = 60_000) {
-      return new Promise((res, rej) => {
-        const check = () => {
-          const found = predicate(lines);
-          if (found) {
-            waiters.delete(check);
-            clearTimeout(timer);
-            res(found);
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          rej(new Error(`${label}: condition not met in ${timeoutMs} ms\n${err}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    }
-  });
-}
 
 // ------------------------------------------------------------------ part: callbacks
 

@@ -16,7 +16,6 @@
  * that answers 204; deliveries/s over the catch-up. Baseline: a bare loop of the same number of
  * POSTs of the same size from this process to the same receiver, one after another.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -24,8 +23,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { CLI, cpuModel, gitState, machineBusyMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
-import { call, fmtN, fmtX, median, writeResult } from '../lib/report.mjs';
+import { CLI, cpuModel, gitState, machineBusyMs, procCpuMs, root, startLineChild, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { PAYLOAD, call, fmtN, fmtX, median, preload, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
@@ -90,69 +89,9 @@ function serverFlags(name) {
 }
 const freshDir = tempFolders('rivulet-bench-receivers-');
 
-const PAYLOAD = { user: 'u-00042', text: 'the quick brown fox jumps over the lazy dog 0123456789', n: 0 };
 
-async function preload(url, path, count) {
-  for (let done = 0; done < count; ) {
-    const n = Math.min(1000, count - done);
-    await call(url, 'POST', `/v1/streams${path}`, Array.from({ length: n }, (_, i) => ({ type: 'bench/e', payload: { ...PAYLOAD, n: done + i } })));
-    done += n;
-  }
-  return (await call(url, 'GET', `/v1/streams${path}?limit=1`)).streamMaxOffset;
-}
-
-/** A child that prints "listening on URL" then lines; `lines` collects everything after. */
-function startChild(script, args, label) {
-  return new Promise((resolvePromise, reject) => {
-    const child = track(spawn(process.execPath, [script, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }));
-    const lines = [];
-    const waiters = new Set();
-    let buffer = '';
-    let url;
-    let err = '';
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (c) => (err += c));
-    child.stdout.on('data', (chunk) => {
-      buffer += chunk;
-      let nl;
-      while ((nl = buffer.indexOf('\n')) !== -1) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        if (!url) {
-          const m = /listening on (\S+)/.exec(line);
-          if (m) {
-            url = m[1];
-            resolvePromise({ child, url, lines, waitFor, stop: () => stopServer({ child, stderr: () => err }) });
-          }
-          continue;
-        }
-        lines.push(line);
-        for (const w of waiters) w();
-      }
-    });
-    child.once('exit', (code) => {
-      if (!url) reject(new Error(`${label} exited (${code}) before listening\n${err}`));
-    });
-    function waitFor(predicate, timeoutMs = 120_000) {
-      return new Promise((res, rej) => {
-        const check = () => {
-          if (predicate(lines)) {
-            waiters.delete(check);
-            clearTimeout(timer);
-            res();
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          rej(new Error(`${label}: condition not met in ${timeoutMs} ms\n${err}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    }
-  });
-}
+/** A child of this benchmark: ready at "listening on URL", then lines. */
+const startChild = (script, args, label) => startLineChild(script, args, label, { waitTimeoutMs: 120_000 });
 
 const batchesOf = (lines) =>
   lines
