@@ -10,6 +10,7 @@ import { conditionMatches, excludedFromCopy } from '../../core/filter.js';
 import { JsonataError } from '../../core/jsonata.js';
 import type { SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
+import { rememberJson } from '../event-json.js';
 
 export interface CollectLimits {
   maxEvents: number;
@@ -51,6 +52,7 @@ export async function collectBatch(
     });
     for (const row of rows) {
       const event = JSON.parse(row.json) as CommittedEvent;
+      rememberJson(event, row.json);
       if (!(isCopy && excludedFromCopy(event))) {
         let matches: boolean;
         try {

@@ -36,6 +36,7 @@ import type { Clock } from '../../ports/clock.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
+import { committedJson } from '../event-json.js';
 import { collectBatch, passOver } from './collect.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
 import { errorText } from './receiver.js';
@@ -343,7 +344,7 @@ export class ProcessorDriver {
       port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
       hosted.checkpoint = outcome.judged.checkpoint;
       port.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
-      port.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, JSON.stringify(event).length));
+      port.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, committedJson(event).length));
       return;
     }
     const failure: { kind: FailureKind; error: string } =
