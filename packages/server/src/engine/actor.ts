@@ -37,6 +37,8 @@ interface Loaded {
   state: CoreState | null;
   stateBytes: number;
   head: number;
+  /** The head saved in the streams row (its checkpoint, StreamStore.find). */
+  checkpoint: number;
   lastCreatedMs: number;
   lastPruneMs: number;
   subscriptions: SubscriptionRuntime;
@@ -102,6 +104,7 @@ export class StreamActor {
       state,
       stateBytes: state ? utf8Length(JSON.stringify(state)) : 0,
       head: row?.head ?? 0,
+      checkpoint: row?.checkpoint ?? 0,
       // Lifetimes must order by createdAt (SEMANTICS §1.2): never below this lifetime's start.
       lastCreatedMs: row ? Date.parse(row.created_at) : 0,
       lastPruneMs: 0,
@@ -181,6 +184,8 @@ export class StreamActor {
       inputs,
     );
     if (decision.fresh.length === 0) return decision;
+    let checkpoint = loaded.checkpoint;
+    let pruned = loaded.lastPruneMs;
     store.storage.transaction(() => {
       let sid = loaded.sid;
       if (sid === null) {
@@ -197,11 +202,18 @@ export class StreamActor {
           json,
         });
       }
-      if (nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS) {
-        store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount);
-        loaded.lastPruneMs = nowMs;
+      const prune = nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS;
+      // The streams row is a checkpoint (schema.ts): an append that changes only the counters
+      // leaves it until it is checkpointEvery behind. A prune deletes events, so it saves the
+      // checkpoint at the new head first: the head is derived from the rows above it.
+      if (decision.stateJson !== null || prune || decision.head - loaded.checkpoint >= store.checkpointEvery) {
+        store.saveHead(sid, decision.head, decision.state, decision.stateJson);
+        checkpoint = decision.head;
       }
-      store.saveHead(sid, decision.head, decision.state, decision.stateJson);
+      if (prune) {
+        store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
+        pruned = nowMs;
+      }
       if (decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound) {
         loaded.subscriptions.repair(decision.state, sid);
       }
@@ -211,6 +223,8 @@ export class StreamActor {
     loaded.state = decision.state;
     loaded.stateBytes = decision.stateBytes;
     loaded.head = decision.head;
+    loaded.checkpoint = checkpoint;
+    loaded.lastPruneMs = pruned;
     loaded.lastCreatedMs = nowMs;
     return decision;
   }
@@ -338,7 +352,7 @@ export class StreamActor {
     loaded.subscriptions.clear();
     this.lifetime++;
     // The next lifetime's streamCreatedAt must sort after this one's, even within the same millisecond.
-    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
+    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, checkpoint: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
     this.committedHead = 0;
     this.publishedState = null;
     const listeners = [...this.listeners];

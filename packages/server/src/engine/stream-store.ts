@@ -4,18 +4,32 @@
  */
 import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { FORMAT_VERSION } from './schema.js';
+import { utf8Length } from '../core/sizes.js';
+import { FORMAT_VERSION, INLINE_ROW_BYTES } from './schema.js';
 
+/**
+ * A stream as loaded: the streams row's checkpoint with the event rows after it added in (`find`).
+ */
 export interface StreamRow {
   sid: number;
   stream_id: string;
   created_at: string;
+  /** The stream's head: the highest offset it ever gave (ephemeral events included). */
   head: number;
   event_count: number;
   max_offset: number;
-  /** Core state JSON; its eventCount and maxOffset may lag: the columns above hold them (stateOf). */
+  /** The head stored in the streams row; `head` may be ahead of it (see `checkpointBehind`). */
+  checkpoint: number;
+  /** Core state JSON; its eventCount and maxOffset may lag: the fields above hold them (stateOf). */
   state: string;
 }
+
+/**
+ * How far the streams row's checkpoint may fall behind the head before an append writes it again
+ * (appends that change only the counters write no streams row below this). Bounds the event rows
+ * that loading a stream reads to derive its head and counters.
+ */
+export const CHECKPOINT_EVERY = 1000;
 
 export interface RangeQuery {
   afterOffset: number;
@@ -37,6 +51,15 @@ export interface EventRowInput {
   json: string;
 }
 
+/** An event's JSON as read: inline, or from event_bodies when it was too large for its row. */
+const BODY = `coalesce(body, (SELECT b.body FROM event_bodies b WHERE b.id = body_id))`;
+
+/**
+ * The head as stored, for statements over many streams (`s` is the streams row): the checkpoint or
+ * the highest event offset, whichever is higher (one index lookup per stream).
+ */
+const DERIVED_HEAD = `max(s.head, coalesce((SELECT max(e.ofs) FROM events e WHERE e.sid = s.sid), 0))`;
+
 /** A committed event as stored: its offset and its JSON text. */
 export interface RawEvent {
   offset: number;
@@ -56,20 +79,46 @@ export interface StreamStoreOptions {
    * transaction) each time such work is left; the host schedules the purge.
    */
   onDeferredErase?(): void;
+  /** CHECKPOINT_EVERY unless given (tests use small values to load through derivation often). */
+  checkpointEvery?: number;
 }
 
 export class StreamStore {
+  readonly checkpointEvery: number;
+
   constructor(
     readonly storage: SqlStorage,
     private readonly options: StreamStoreOptions = {},
-  ) {}
+  ) {
+    this.checkpointEvery = options.checkpointEvery ?? CHECKPOINT_EVERY;
+  }
 
+  /**
+   * Loads a stream: the checkpoint of its streams row plus the event rows after the checkpoint's
+   * head (fewer than `checkpointEvery`). Offsets are dense and no event above the checkpoint is
+   * ever deleted, so the highest offset after it is the head; eventCount and maxOffset count only
+   * events that are not ephemeral, as the reducer does.
+   */
   find(projectId: string | null, path: string): StreamRow | undefined {
-    return this.storage.exec<StreamRow>(
+    const row = this.storage.exec<Omit<StreamRow, 'checkpoint'>>(
       `SELECT sid, stream_id, created_at, head, event_count, max_offset, state FROM streams WHERE project = ? AND path = ?`,
       projectKey(projectId),
       path,
     )[0];
+    if (!row) return undefined;
+    const after = this.storage.exec<{ head: number | null; durable: number; last: number | null }>(
+      `SELECT max(ofs) AS head, coalesce(sum(1 - ephemeral), 0) AS durable, max(CASE WHEN ephemeral = 0 THEN ofs END) AS last
+       FROM events WHERE sid = ? AND ofs > ?`,
+      row.sid,
+      row.head,
+    )[0]!;
+    const loaded: StreamRow = { ...row, checkpoint: row.head };
+    if (after.head !== null) {
+      loaded.head = after.head;
+      loaded.event_count += after.durable;
+      if (after.last !== null) loaded.max_offset = after.last;
+    }
+    return loaded;
   }
 
   create(projectId: string | null, path: string, streamId: string, createdAt: string): number {
@@ -94,8 +143,9 @@ export class StreamStore {
   }
 
   /**
-   * Saves the head and the state. Most appends change only the state's counters: then the state
-   * text is not rewritten (stateJson null), which keeps the common append to one small row update.
+   * Writes the checkpoint (head and counters), and the state when it changed (stateJson not null).
+   * Appends that change only the counters call it once the checkpoint is `checkpointEvery` behind,
+   * and before anything deletes events of the stream.
    */
   saveHead(sid: number, head: number, state: CoreState, stateJson: string | null): void {
     if (stateJson === null) {
@@ -119,27 +169,46 @@ export class StreamStore {
   }
 
   insertEvent(sid: number, row: EventRowInput): void {
+    const idem = row.idempotencyKey ?? null;
+    // Text lengths bound their UTF-8 bytes by 3x: most events are judged without counting bytes.
+    const chars = row.json.length + row.type.length + (idem?.length ?? 0);
+    const inline =
+      chars * 3 <= INLINE_ROW_BYTES || utf8Length(row.json) + utf8Length(row.type) + (idem === null ? 0 : utf8Length(idem)) <= INLINE_ROW_BYTES;
+    if (inline) {
+      this.storage.run(
+        `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        sid,
+        row.offset,
+        row.type,
+        row.ephemeral ? 1 : 0,
+        idem,
+        row.createdMs,
+        row.json,
+      );
+      return;
+    }
+    const { id } = this.storage.exec<{ id: number }>(`INSERT INTO event_bodies (body) VALUES (?) RETURNING id`, row.json)[0]!;
     this.storage.run(
-      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       sid,
       row.offset,
       row.type,
       row.ephemeral ? 1 : 0,
-      row.idempotencyKey ?? null,
+      idem,
       row.createdMs,
-      row.json,
+      id,
     );
   }
 
   findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {
-    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
+    const row = this.storage.exec<{ body: string }>(`SELECT ${BODY} AS body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
     return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
   }
 
   /** Raw JSON bodies of a range, in offset order. */
   readRange(sid: number, q: RangeQuery): RawEvent[] {
     const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
-    let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
+    let sql = `SELECT ofs, ${BODY} AS body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
     if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
     else if (q.ephemeralSinceMs !== undefined) {
       sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
@@ -168,8 +237,14 @@ export class StreamStore {
       this.options.onDeferredErase();
       return;
     }
-    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.deleteEvents(`sid = ?`, sid);
     this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
+  }
+
+  /** Deletes the events matching `where` (over columns of events) and their event_bodies rows. */
+  private deleteEvents(where: string, ...params: (string | number)[]): number {
+    this.storage.run(`DELETE FROM event_bodies WHERE id IN (SELECT body_id FROM events WHERE ${where} AND body_id IS NOT NULL)`, ...params);
+    return this.storage.run(`DELETE FROM events WHERE ${where}`, ...params);
   }
 
   /**
@@ -182,7 +257,13 @@ export class StreamStore {
     if (!row) return false;
     this.storage.transaction(
       () => {
-        const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
+        // The chunk: the lowest maxRows offsets of the lifetime.
+        const last = this.storage.exec<{ ofs: number | null }>(
+          `SELECT max(ofs) AS ofs FROM (SELECT ofs FROM events WHERE sid = ? ORDER BY ofs LIMIT ?)`,
+          row.sid,
+          maxRows,
+        )[0]!.ofs;
+        const removed = last === null ? 0 : this.deleteEvents(`sid = ? AND ofs <= ?`, row.sid, last);
         if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
       },
       { durable: false },
@@ -190,21 +271,25 @@ export class StreamStore {
     return true;
   }
 
-  /** Drops ephemeral events older than `beforeMs`, and beyond the newest `keep` (offsets are never reused). */
-  pruneEphemeral(sid: number, beforeMs: number, keep: number): number {
-    let removed = this.storage.run(`DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND created_ms < ?`, sid, beforeMs);
+  /**
+   * Drops ephemeral events older than `beforeMs`, and beyond the newest `keep`, never above
+   * `checkpoint`: the caller passes the head it has just saved with `saveHead` (in the same
+   * transaction), because the head of a stream is derived from its highest event row above the
+   * checkpoint and offsets are never reused.
+   */
+  pruneEphemeral(sid: number, beforeMs: number, keep: number, checkpoint: number): number {
+    let removed = this.deleteEvents(`sid = ? AND ephemeral = 1 AND created_ms < ? AND ofs <= ?`, sid, beforeMs, checkpoint);
     const count = this.storage.exec<{ n: number }>(
       `SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`,
       sid,
     )[0]!.n;
     if (count > keep) {
-      removed += this.storage.run(
-        `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs IN
-           (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
-        sid,
+      const last = this.storage.exec<{ ofs: number }>(
+        `SELECT max(ofs) AS ofs FROM (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
         sid,
         count - keep,
-      );
+      )[0]!.ofs;
+      removed += this.deleteEvents(`sid = ? AND ephemeral = 1 AND ofs <= ?`, sid, Math.min(last, checkpoint));
     }
     return removed;
   }
@@ -226,8 +311,9 @@ export class StreamStore {
   largestLags(limit: number): Array<{ projectId: string | null; path: string; key: string; lag: number }> {
     return this.storage
       .exec<{ project: string; path: string; key: string; lag: number }>(
-        `SELECT s.project, s.path, r.key, s.head - r.cursor AS lag FROM subscription_runtime r JOIN streams s ON s.sid = r.sid
-         WHERE s.head > r.cursor ORDER BY lag DESC LIMIT ?`,
+        `SELECT project, path, key, lag FROM
+           (SELECT s.project, s.path, r.key, ${DERIVED_HEAD} - r.cursor AS lag FROM subscription_runtime r JOIN streams s ON s.sid = r.sid)
+         WHERE lag > 0 ORDER BY lag DESC LIMIT ?`,
         limit,
       )
       .map((r) => ({ projectId: r.project === '' ? null : r.project, path: r.path, key: r.key, lag: r.lag }));
@@ -238,14 +324,14 @@ export class StreamStore {
     const rows =
       prefix === '/'
         ? this.storage.exec<{ path: string; stream_id: string; created_at: string; head: number }>(
-            `SELECT path, stream_id, created_at, head FROM streams WHERE project = ? AND path > ? ORDER BY path LIMIT ?`,
+            `SELECT path, stream_id, created_at, ${DERIVED_HEAD} AS head FROM streams s WHERE project = ? AND path > ? ORDER BY path LIMIT ?`,
             project,
             after ?? '',
             limit,
           )
         : this.storage.exec<{ path: string; stream_id: string; created_at: string; head: number }>(
             // Everything strictly below "prefix/" sorts in ["prefix/", "prefix0"): "0" follows "/".
-            `SELECT path, stream_id, created_at, head FROM streams
+            `SELECT path, stream_id, created_at, ${DERIVED_HEAD} AS head FROM streams s
              WHERE project = ? AND (path = ? OR (path >= ? AND path < ?)) AND path > ? ORDER BY path LIMIT ?`,
             project,
             prefix,

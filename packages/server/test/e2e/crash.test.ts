@@ -4,10 +4,12 @@
  * process is SIGKILLed mid-load; a new process on the same data folder must hold every
  * acknowledged event at its offset, dense offsets, and a core state equal to a fold of its log.
  */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
 import { reduce } from '../../src/core/reduce.js';
-import { spawnServe, type CliServer } from '../helpers/cli.js';
+import { spawnNodeHost, spawnServe, type CliServer } from '../helpers/cli.js';
 import { Api, type EventInput } from '../helpers/http.js';
 import { tempDir } from '../helpers/server.js';
 
@@ -130,4 +132,119 @@ describe('S11 kill -9', () => {
       await second.kill('SIGTERM');
     }, 60_000);
   }
+});
+
+/** The streams rows' checkpoints as stored, read from the data file of a server that is gone. */
+function checkpoints(dir: string): Map<string, number> {
+  const db = new Database(join(dir, 'rivulet.db'));
+  try {
+    const rows = db.prepare(`SELECT path, head FROM streams`).all() as Array<{ path: string; head: number }>;
+    return new Map(rows.map((r) => [r.path, r.head]));
+  } finally {
+    db.close();
+  }
+}
+
+/** Head, counters, listing and state of a stream after a restart, all against a fold of its log. */
+async function expectRecovered(api: Api, path: string, head: number): Promise<void> {
+  const all = await api.readAll(path, { includeEphemeral: true });
+  const durable = all.filter((e) => !e.ephemeral);
+  expect((await api.read(path, { afterOffset: head })).streamMaxOffset).toBe(head);
+  const { core, runtime } = await api.state(path);
+  let folded: ReturnType<typeof reduce> | null = null;
+  for (const event of durable) folded = reduce(folded, event);
+  expect(core).toEqual(folded);
+  expect(core!.eventCount).toBe(durable.length);
+  expect(core!.maxOffset).toBe(durable[durable.length - 1]!.offset);
+  expect(runtime!.streamMaxOffset).toBe(head);
+  const listed = await api.request<{ streams: Array<{ path: string; maxOffset: number }> }>('GET', `/v1/streams?prefix=${encodeURIComponent(path)}`);
+  expect(listed.status, listed.text).toBe(200);
+  expect(listed.body.streams.find((s) => s.path === path)?.maxOffset).toBe(head);
+}
+
+describe('storage format 3: the streams row is a checkpoint; a restart derives the rest', () => {
+  it('S11 kill -9 after hundreds of appends that wrote no checkpoint: head, eventCount, maxOffset and the listing come back', async () => {
+    const { dir, remove } = await tempDir('rivulet-s11-checkpoint-');
+    cleanups.push(remove);
+    const first = await start(dir, 'relaxed');
+    const api = new Api(first.url);
+    const paths = ['/checkpoint/a', '/checkpoint/b'];
+    const acked = new Map<string, CommittedEvent[]>(paths.map((p) => [p, []]));
+    // Four writers per stream, 1-2 events per request; the last requests end with ephemeral events.
+    await Promise.all(
+      paths.flatMap((path) =>
+        Array.from({ length: 4 }, async (_, w) => {
+          for (let round = 0; round < 80; round++) {
+            const inputs: EventInput[] = [{ type: 'checkpoint/e', payload: { w, round } }];
+            if (round % 7 === 3 || round >= 78) inputs.push({ type: 'checkpoint/eph', ephemeral: true });
+            acked.get(path)!.push(...(await api.append(path, inputs)));
+          }
+        }),
+      ),
+    );
+    const heads = new Map(paths.map((p) => [p, Math.max(...acked.get(p)!.map((e) => e.offset))]));
+    first.child.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+
+    // The checkpoints were written by the first append only (stream/created changes the state).
+    const stored = checkpoints(dir);
+    for (const path of paths) {
+      expect(heads.get(path)).toBeGreaterThan(300);
+      expect(stored.get(path)).toBeLessThan(10);
+    }
+
+    const second = await start(dir, 'relaxed');
+    const again = new Api(second.url);
+    for (const path of paths) {
+      const head = heads.get(path)!;
+      const all = await again.readAll(path, { includeEphemeral: true });
+      expect(all.map((e) => e.offset)).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+      expect(all[head - 1]!.ephemeral).toBe(true);
+      for (const event of acked.get(path)!) expect(all[event.offset - 1]).toEqual(event);
+      await expectRecovered(again, path, head);
+      const [next] = await again.append(path, { type: 'after-restart' });
+      expect(next!.offset).toBe(head + 1);
+    }
+    await second.kill('SIGTERM');
+  }, 60_000);
+
+  it('S11 newest events ephemeral and pruned, kill -9, restart: the next offset is above every offset ever used', async () => {
+    const { dir, remove } = await tempDir('rivulet-s11-pruned-');
+    cleanups.push(remove);
+    // Ephemeral events expire after 1 ms and one is kept; each loaded stream prunes on its first append.
+    const options = { durability: 'relaxed', ephemeralRetentionMs: 1, ephemeralRetentionCount: 1 };
+    const host = async () => {
+      const server = await spawnNodeHost(dir, options);
+      cleanups.push(() => server.kill('SIGKILL'));
+      return server;
+    };
+    const path = '/checkpoint/pruned';
+
+    const first = await host();
+    let api = new Api(first.url);
+    await api.append(path, { type: 'kept' });
+    const tail = await api.append(path, [1, 2, 3].map((n) => ({ type: 'eph', payload: { n }, ephemeral: true })));
+    expect(tail.map((e) => e.offset)).toEqual([3, 4, 5]);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    // The first append after the restart prunes 3-5 (expired) and its own first event (beyond the one kept).
+    const second = await host();
+    api = new Api(second.url);
+    const more = await api.append(path, [{ type: 'eph', ephemeral: true }, { type: 'eph', ephemeral: true }]);
+    expect(more.map((e) => e.offset)).toEqual([6, 7]);
+    second.child.kill('SIGKILL');
+    await second.exited;
+    expect(checkpoints(dir).get(path)).toBe(7);
+    const db = new Database(join(dir, 'rivulet.db'));
+    expect(db.prepare(`SELECT ofs FROM events ORDER BY ofs`).all()).toEqual([{ ofs: 1 }, { ofs: 2 }, { ofs: 7 }]);
+    db.close();
+
+    const third = await host();
+    api = new Api(third.url);
+    await expectRecovered(api, path, 7);
+    const [next] = await api.append(path, { type: 'after-restart' });
+    expect(next!.offset).toBe(8);
+    await third.kill('SIGTERM');
+  }, 60_000);
 });

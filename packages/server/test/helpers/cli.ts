@@ -1,6 +1,6 @@
 /**
- * The built CLI as a child process (`node packages/cli/bin/rivulet.js serve …`), for tests that
- * must kill a real server process. The suite runs after `npm run build`; a missing build fails
+ * The built CLI as a child process (`node packages/cli/bin/rivulet.js serve …`), or the built Node
+ * host with test options (`spawnNodeHost`), for tests that must kill a real server process. The suite runs after `npm run build`; a missing build fails
  * with a message saying so instead of a confusing spawn error.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,10 +32,22 @@ export function assertBuilt(): void {
 
 /** Starts `rivulet serve --port 0 …args` and waits for its "rivulet listening on URL" line. */
 export async function spawnServe(args: readonly string[], timeoutMs = 15_000): Promise<CliServer> {
+  return spawnListening([BIN, 'serve', '--port', '0', ...args], timeoutMs);
+}
+
+/**
+ * Starts the built Node host in a child process with options the CLI has no flags for (engine
+ * limits such as ephemeral retention), through test/fixtures/node-host.mjs.
+ */
+export async function spawnNodeHost(data: string, options: Record<string, unknown>, timeoutMs = 15_000): Promise<CliServer> {
+  return spawnListening([`${ROOT}packages/server/test/fixtures/node-host.mjs`, data, JSON.stringify(options)], timeoutMs);
+}
+
+async function spawnListening(argv: readonly string[], timeoutMs: number): Promise<CliServer> {
   assertBuilt();
   // The flags given here must decide; no RIVULET_* variable of the caller may leak in.
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('RIVULET_')));
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,7 +59,7 @@ export async function spawnServe(args: readonly string[], timeoutMs = 15_000): P
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`rivulet serve did not print "rivulet listening on" within ${timeoutMs} ms; output:\n${output}`));
+      reject(new Error(`${argv.join(' ')} did not print "rivulet listening on" within ${timeoutMs} ms; output:\n${output}`));
     }, timeoutMs);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
@@ -65,7 +77,7 @@ export async function spawnServe(args: readonly string[], timeoutMs = 15_000): P
     });
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`rivulet serve exited (code ${code}, signal ${signal}) before listening; output:\n${output}`));
+      reject(new Error(`${argv.join(' ')} exited (code ${code}, signal ${signal}) before listening; output:\n${output}`));
     });
   });
   return {

@@ -1,0 +1,327 @@
+/**
+ * Storage format 3 (schema.ts, protocol §16.4-16.5): the format check, the streams row as a
+ * checkpoint that loading completes from the event rows after it, large bodies kept out of the
+ * events b-tree, and every deletion taking the side rows with it. Over both test adapters.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventType, RivuletError, type CommittedEvent } from '@rivulet/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import type { AppendInput } from '../core/append-input.js';
+import type { SqlStorage } from '../ports/storage.js';
+import { StreamActor, type ActorDeps } from './actor.js';
+import { defaultEngineConfig, type EngineConfig } from './config.js';
+import { FORMAT_VERSION, INLINE_ROW_BYTES, openSchema } from './schema.js';
+import { CHECKPOINT_EVERY, StreamStore, type StreamStoreOptions } from './stream-store.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
+
+function sqliteFile(): { file: string; open: () => SqliteStorage } {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-store-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'data.sqlite');
+  return {
+    file,
+    open: () => {
+      const storage = new SqliteStorage(file, { durability: 'relaxed' });
+      cleanups.push(() => storage.close());
+      return storage;
+    },
+  };
+}
+
+const adapters: Array<{ name: string; open: () => Promise<SqlStorage> }> = [
+  {
+    name: 'MemoryStorage',
+    open: async () => {
+      const storage = await MemoryStorage.create();
+      cleanups.push(() => storage.close());
+      return storage;
+    },
+  },
+  { name: 'SqliteStorage', open: async () => sqliteFile().open() },
+];
+
+function depsFor(storage: SqlStorage, options: StreamStoreOptions = {}, config: Partial<EngineConfig> = {}, clock?: () => number): ActorDeps {
+  let now = Date.parse('2025-01-01T00:00:00.000Z');
+  let ids = 0;
+  return {
+    store: new StreamStore(storage, options),
+    clock: { now: clock ?? (() => now++) },
+    random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    config: { ...defaultEngineConfig, ...config },
+  };
+}
+
+const x = (n: number, extra: Partial<AppendInput> = {}): AppendInput => ({ type: 'app/x', payload: { n }, ...extra });
+const xs = (count: number, extra: Partial<AppendInput> = {}): AppendInput[] => Array.from({ length: count }, (_, i) => x(i, extra));
+
+const checkpointOf = (storage: SqlStorage, path: string) =>
+  storage.exec<{ head: number; event_count: number; max_offset: number }>(
+    `SELECT head, event_count, max_offset FROM streams WHERE path = ?`,
+    path,
+  )[0];
+
+const count = (storage: SqlStorage, sql: string, ...params: (string | number)[]): number =>
+  storage.exec<{ n: number }>(sql, ...params)[0]!.n;
+
+describe('storage format check (SEMANTICS §1.8)', () => {
+  const refusal = (found: string) =>
+    `this data was written by storage format ${found}; this server reads format 3. ` +
+    'Nothing is migrated in place: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.';
+
+  it('a new database records format 3, and opens again', async () => {
+    expect(FORMAT_VERSION).toBe(3);
+    const { open } = sqliteFile();
+    const storage = open();
+    openSchema(storage);
+    expect(storage.exec(`SELECT value FROM meta WHERE key = 'format'`)).toEqual([{ value: '3' }]);
+    expect(() => openSchema(storage)).not.toThrow();
+    expect(storage.exec(`SELECT value FROM meta WHERE key = 'format'`)).toEqual([{ value: '3' }]);
+  });
+
+  for (const found of ['2', '4']) {
+    it(`a database of format ${found} is refused with instructions and left as it was`, async () => {
+      const { open } = sqliteFile();
+      const storage = open();
+      storage.transaction(() => {
+        storage.run(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+        storage.run(`INSERT INTO meta (key, value) VALUES ('format', ?)`, found);
+      });
+      const error = (() => {
+        try {
+          openSchema(storage);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(RivuletError);
+      expect((error as RivuletError).code).toBe('UNAVAILABLE');
+      expect((error as RivuletError).message).toBe(refusal(found));
+      expect(storage.exec(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)).toEqual([{ name: 'meta' }]);
+    });
+  }
+});
+
+describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) => {
+  const K = 4;
+
+  it('an append that changes only the counters writes the row once it is K behind, not before', async () => {
+    const storage = await open();
+    openSchema(storage);
+    const actor = new StreamActor(null, '/s', depsFor(storage, { checkpointEvery: K }));
+    await actor.append([x(0)], 'public'); // stream/created changes the state: checkpoint at 2
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 2, event_count: 2, max_offset: 2 });
+    for (let i = 1; i < K; i++) await actor.append([x(i)], 'public');
+    // K - 1 behind: still the old checkpoint.
+    expect(actor.head).toBe(2 + K - 1);
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 2, event_count: 2, max_offset: 2 });
+    await actor.append([x(K)], 'public');
+    // K behind: written.
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 2 + K, event_count: 2 + K, max_offset: 2 + K });
+    // An append that changes the state writes it at once.
+    await actor.append([{ type: EventType.paused, payload: {} }], 'public');
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 3 + K, event_count: 3 + K, max_offset: 3 + K });
+  });
+
+  it(`the default is ${CHECKPOINT_EVERY} offsets: ${CHECKPOINT_EVERY - 1} behind leaves the row, ${CHECKPOINT_EVERY} writes it`, async () => {
+    expect(CHECKPOINT_EVERY).toBe(1000);
+    const storage = await open();
+    openSchema(storage);
+    const actor = new StreamActor(null, '/s', depsFor(storage));
+    expect(actor.store.checkpointEvery).toBe(CHECKPOINT_EVERY);
+    await actor.append([x(0)], 'public');
+    await actor.append(xs(500), 'public');
+    await actor.append(xs(CHECKPOINT_EVERY - 1 - 500), 'public');
+    expect(actor.head).toBe(2 + CHECKPOINT_EVERY - 1);
+    expect(checkpointOf(storage, '/s')!.head).toBe(2);
+    await actor.append([x(1)], 'public');
+    expect(checkpointOf(storage, '/s')!.head).toBe(2 + CHECKPOINT_EVERY);
+  });
+
+  it('loading derives head, eventCount and maxOffset from the rows after the checkpoint, ephemeral last events included', async () => {
+    const storage = await open();
+    openSchema(storage);
+    const deps = depsFor(storage, { checkpointEvery: 100 });
+    const actor = new StreamActor('p', '/s', deps);
+    await actor.append([x(0)], 'public');
+    await actor.append([x(1), x(2, { ephemeral: true }), x(3)], 'public');
+    await actor.append([x(4), x(5, { ephemeral: true }), x(6, { ephemeral: true })], 'public');
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 2, event_count: 2, max_offset: 2 });
+    const row = deps.store.find('p', '/s')!;
+    expect({ head: row.head, checkpoint: row.checkpoint, event_count: row.event_count, max_offset: row.max_offset }).toEqual({
+      head: 8,
+      checkpoint: 2,
+      event_count: 5,
+      max_offset: 6,
+    });
+    const later = new StreamActor('p', '/s', deps);
+    expect(later.head).toBe(8);
+    expect(later.coreState).toEqual(actor.coreState);
+    expect(later.coreState).toMatchObject({ eventCount: 5, maxOffset: 6 });
+    const [next] = await later.append([x(7)], 'public');
+    expect(next!.offset).toBe(9);
+    expect(deps.store.list('p', '/', undefined, 10)).toEqual([
+      { path: '/s', streamId: later.coreState!.streamId, createdAt: later.coreState!.createdAt, maxOffset: 9 },
+    ]);
+  });
+
+  it('a prune saves the checkpoint at the head first, and never deletes an event above the checkpoint it is given', async () => {
+    const storage = await open();
+    openSchema(storage);
+    let now = Date.parse('2025-01-01T00:00:00.000Z');
+    const deps = depsFor(storage, { checkpointEvery: 100 }, { ephemeralRetentionMs: 1000 }, () => now);
+    const actor = new StreamActor(null, '/s', deps);
+    await actor.append([x(0)], 'public'); // prunes (first append of the actor): checkpoint 2
+    await actor.append([x(1), x(2, { ephemeral: true }), x(3, { ephemeral: true })], 'public');
+    expect(checkpointOf(storage, '/s')!.head).toBe(2);
+    // The store refuses to go above the checkpoint it is given, whatever the retention says.
+    const sid = actor.sid!;
+    expect(deps.store.pruneEphemeral(sid, now + 1, 0, 4)).toBe(1);
+    expect(storage.exec(`SELECT ofs FROM events WHERE ephemeral = 1`)).toEqual([{ ofs: 5 }]);
+    now += 20_000;
+    await actor.append([x(4, { ephemeral: true })], 'public');
+    // The prune ran in this append: checkpoint at its head, the old ephemeral event gone.
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 6, event_count: 3, max_offset: 3 });
+    expect(storage.exec(`SELECT ofs FROM events WHERE ephemeral = 1`)).toEqual([{ ofs: 6 }]);
+    const later = new StreamActor(null, '/s', deps);
+    expect(later.head).toBe(6);
+    expect(later.coreState).toEqual(actor.coreState);
+  });
+
+  it('with the newest offsets pruned, the checkpoint still holds the head: no offset is used twice', async () => {
+    const storage = await open();
+    openSchema(storage);
+    let now = Date.parse('2025-01-01T00:00:00.000Z');
+    const deps = depsFor(storage, { checkpointEvery: 100 }, { ephemeralRetentionMs: 1000, ephemeralRetentionCount: 1 }, () => now);
+    const actor = new StreamActor(null, '/s', deps);
+    await actor.append([x(0)], 'public');
+    await actor.append(xs(3, { ephemeral: true }), 'public'); // offsets 3-5
+    now += 20_000;
+    // This append prunes 3-5 (too old) and 6 (beyond the newest one kept): the checkpoint moves to 7 first.
+    await actor.append([x(9, { ephemeral: true }), x(10, { ephemeral: true })], 'public'); // offsets 6-7
+    expect(storage.exec(`SELECT ofs FROM events WHERE ephemeral = 1 ORDER BY ofs`)).toEqual([{ ofs: 7 }]);
+    expect(checkpointOf(storage, '/s')).toEqual({ head: 7, event_count: 2, max_offset: 2 });
+    // Even with the highest row gone (as a harsher prune could do), the head stays.
+    storage.transaction(() => storage.run(`DELETE FROM events WHERE ofs = 7`));
+    const later = new StreamActor(null, '/s', deps);
+    expect(later.head).toBe(7);
+    expect(later.coreState).toMatchObject({ eventCount: 2, maxOffset: 2 });
+    const [next] = await later.append([x(11)], 'public');
+    expect(next!.offset).toBe(8);
+  });
+
+  it('lags of subscriptions count from the derived head', async () => {
+    const storage = await open();
+    openSchema(storage);
+    const deps = depsFor(storage, { checkpointEvery: 100 });
+    const actor = new StreamActor(null, '/src', deps);
+    await actor.append(
+      [
+        {
+          type: EventType.subscriptionConfigured,
+          payload: {
+            subscriptionKey: 'k',
+            receiver: { action: 'copy-to-stream', receivingStreamPath: '/dst', delivery: { start: 'beginning', onFailingEvent: 'halt' } },
+          },
+        },
+      ],
+      'public',
+    );
+    await actor.append(xs(10), 'public');
+    expect(checkpointOf(storage, '/src')!.head).toBe(2);
+    expect(deps.store.largestLags(10)).toEqual([{ projectId: null, path: '/src', key: 'k', lag: 12 }]);
+  });
+});
+
+describe.each(adapters)('large event bodies ($name)', ({ open }) => {
+  /** A JSON text whose row (json + type + idempotency key) is exactly `bytes` long. */
+  const jsonOfRow = (bytes: number, type: string, idem = '', char = 'x') => {
+    const fixed = `{"pad":""}`.length + type.length + idem.length;
+    const pad = char.repeat(Math.floor((bytes - fixed) / Buffer.byteLength(char)));
+    return `{"pad":"${pad}"}`;
+  };
+
+  const row = (offset: number, json: string, extra: { ephemeral?: boolean; idem?: string; createdMs?: number } = {}) => ({
+    offset,
+    type: 'app/x',
+    ephemeral: extra.ephemeral ?? false,
+    idempotencyKey: extra.idem,
+    createdMs: extra.createdMs ?? 0,
+    json,
+  });
+
+  it(`a row of ${INLINE_ROW_BYTES} bytes stays inline; one byte more goes to event_bodies; both read back alike`, async () => {
+    const storage = await open();
+    openSchema(storage);
+    const store = new StreamStore(storage);
+    const sid = store.create(null, '/s', 'id', '2025-01-01T00:00:00.000Z');
+    const at = jsonOfRow(INLINE_ROW_BYTES, 'app/x', 'k1');
+    const above = `${jsonOfRow(INLINE_ROW_BYTES, 'app/x', 'k2').slice(0, -2)}x"}`;
+    expect(Buffer.byteLength(at) + 'app/x'.length + 2).toBe(INLINE_ROW_BYTES);
+    expect(Buffer.byteLength(above) + 'app/x'.length + 2).toBe(INLINE_ROW_BYTES + 1);
+    // Multi-byte characters count as their UTF-8 bytes.
+    const wide = jsonOfRow(INLINE_ROW_BYTES + 3, 'app/x', '', 'é');
+    expect(Buffer.byteLength(wide) + 'app/x'.length).toBeGreaterThan(INLINE_ROW_BYTES);
+    storage.transaction(() => {
+      store.insertEvent(sid, row(1, at, { idem: 'k1' }));
+      store.insertEvent(sid, row(2, above, { idem: 'k2' }));
+      store.insertEvent(sid, row(3, wide));
+      store.insertEvent(sid, row(4, '{"small":true}'));
+    });
+    expect(storage.exec(`SELECT ofs, body IS NULL AS side, body_id IS NULL AS inline FROM events ORDER BY ofs`)).toEqual([
+      { ofs: 1, side: 0, inline: 1 },
+      { ofs: 2, side: 1, inline: 0 },
+      { ofs: 3, side: 1, inline: 0 },
+      { ofs: 4, side: 0, inline: 1 },
+    ]);
+    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(2);
+    const read = store.readRange(sid, { afterOffset: 0, beforeOffset: 10, limit: 10, includeEphemeral: false });
+    expect(read).toEqual([
+      { offset: 1, json: at },
+      { offset: 2, json: above },
+      { offset: 3, json: wide },
+      { offset: 4, json: '{"small":true}' },
+    ]);
+    expect(store.findByIdempotencyKey(sid, 'k1')).toEqual(JSON.parse(at) as CommittedEvent);
+    expect(store.findByIdempotencyKey(sid, 'k2')).toEqual(JSON.parse(above) as CommittedEvent);
+  });
+
+  it('destroy, prune and deferred purge take the event_bodies rows with their events', async () => {
+    const storage = await open();
+    openSchema(storage);
+    const big = (n: number) => ({ type: 'app/big', payload: { n, pad: 'y'.repeat(2000) } });
+    let now = Date.parse('2025-01-01T00:00:00.000Z');
+    const deps = depsFor(storage, {}, { ephemeralRetentionMs: 1000 }, () => now);
+    const actor = new StreamActor(null, '/s', deps);
+    await actor.append([big(1), { ...big(2), ephemeral: true }, { type: 'app/small' }], 'public');
+    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(2);
+    const events = actor.read({ afterOffset: 0, limit: 10, includeEphemeral: true }).events;
+    expect(events.map((e) => (e.payload as { n?: number } | undefined)?.n)).toEqual([undefined, 1, 2, undefined]);
+    now += 20_000;
+    await actor.append([{ type: 'app/small' }], 'public'); // prunes the ephemeral big event
+    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(1);
+    await actor.destroy();
+    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(0);
+    expect(count(storage, `SELECT count(*) AS n FROM events`)).toBe(0);
+
+    // Deferred erasure (the Node host) purges in chunks, bodies included.
+    const deferred = new StreamStore(storage, { onDeferredErase: () => undefined });
+    const other = new StreamActor(null, '/t', { ...deps, store: deferred });
+    await other.append(Array.from({ length: 7 }, (_, i) => big(i)), 'public');
+    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(7);
+    await other.destroy();
+    const left: number[] = [];
+    while (deferred.purgeErased(3)) left.push(count(storage, `SELECT count(*) AS n FROM event_bodies`));
+    expect(left).toEqual([5, 2, 0]);
+    expect(count(storage, `SELECT count(*) AS n FROM events`)).toBe(0);
+    expect(count(storage, `SELECT count(*) AS n FROM streams`)).toBe(0);
+  });
+});
