@@ -3,6 +3,7 @@
  * are never contacted, the connect uses the vetted addresses only (no second resolution, so no DNS
  * rebinding), redirects are answers, response bodies are capped, the signal ends a request.
  */
+import { createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HookServer } from '../../test/helpers/hook-server.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, nodeOutbound, type HostResolver, type NodeOutbound, type ResolvedAddress } from './node-outbound.js';
@@ -64,6 +65,32 @@ describe('private destinations allowed', () => {
     const http = outbound({ allowPrivate: true });
     for (let i = 0; i < 3; i++) expect((await http.post(server.url(), post())).status).toBe(204);
     expect(server.connections).toBe(1);
+  });
+
+  it('credentials in the URL are sent as Basic authorization, not in the request line', async () => {
+    const server = await hookServer();
+    const http = outbound({ allowPrivate: true });
+    await http.post(`http://hook%20user:s%3Acret@127.0.0.1:${server.port}/in`, post());
+    expect(server.requests[0]!.path).toBe('/in');
+    expect(server.requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from('hook user:s:cret').toString('base64')}`);
+  });
+
+  it('a header that would end its line is refused before anything is sent', async () => {
+    const server = await hookServer();
+    const http = outbound({ allowPrivate: true });
+    const bad = { ...post(), headers: { 'x-evil': 'a\r\nx-injected: 1' } };
+    expect(await failure(http.post(server.url(), bad))).toBe(`cannot send to http://127.0.0.1:${server.port}: invalid request header "x-evil"`);
+    expect(server.connections).toBe(0);
+  });
+
+  it('an answer that is not HTTP/1.x rejects naming the destination', async () => {
+    const raw = createNetServer((socket) => socket.on('data', () => socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n')));
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => raw.close(resolve)));
+    const port = (raw.address() as { port: number }).port;
+    expect(await failure(outbound({ allowPrivate: true }).post(`http://127.0.0.1:${port}/`, post()))).toBe(
+      `http://127.0.0.1:${port} sent an invalid HTTP answer: invalid status line "SSH-2.0-OpenSSH_9.6"`,
+    );
   });
 
   it('a connection refused rejects with the destination and the cause', async () => {

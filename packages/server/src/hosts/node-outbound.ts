@@ -12,15 +12,19 @@
  * - At most `maxResponseBytes` of a response body are read; past that the socket is destroyed.
  * - The caller's signal destroys the request, whatever stage it is in (DNS, connect, body).
  *
- * Sockets are kept alive per instance (its own agents), and close() ends them. A webhook URL is
- * parsed once (a small cache of the URLs in use); the destination is still vetted on every request.
+ * Sockets are kept alive per instance, and close() ends them. Plain-http requests go through the
+ * lean client of hosts/http1-client.ts (most of a webhook delivery's cost was node:http's client);
+ * https through node:https with its own agent. A webhook URL is parsed once (a small cache of the
+ * URLs in use); the destination is still vetted on every request.
  */
-import { Agent as HttpAgent, request as httpRequest, STATUS_CODES, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { STATUS_CODES, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { isPrivateAddress, isPrivateHost } from '../core/private-address.js';
 import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../ports/outbound.js';
+import { abortError, Http1Client } from './http1-client.js';
+import { ResponseParseError } from './http1-response.js';
 
 export interface ResolvedAddress {
   address: string;
@@ -58,6 +62,24 @@ interface Target {
   /** Whether the host is a public address literal: node connects to exactly it, nothing to resolve. */
   literal: boolean;
   options: RequestOptions;
+  /** For http: the request line, Host and Authorization fields, ready to write. */
+  head: string;
+  /** For http: connections to this host and port are shared. */
+  key: string;
+}
+
+/** A field name (RFC 9110 token) and a value without control characters that end a line. */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE_BAD = /[\r\n\0]/;
+
+function fieldLines(headers: Record<string, string>): string {
+  let lines = '';
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (!FIELD_NAME.test(name) || FIELD_VALUE_BAD.test(value)) throw new Error(`invalid request header "${name}"`);
+    lines += `${name}: ${value}\r\n`;
+  }
+  return lines;
 }
 
 const systemResolver: HostResolver = async (hostname) =>
@@ -81,10 +103,6 @@ function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
   };
 }
 
-function abortError(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
-}
-
 /** Resolves `promise` unless the signal ends first. */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(abortError(signal));
@@ -105,7 +123,8 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const resolve = options.resolve ?? systemResolver;
   const refuses = options.refuses ?? isPrivateAddress;
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const httpsAgent = new HttpsAgent({ keepAlive: true });
+  const http1 = new Http1Client();
 
   const targets = new Map<string, Target>();
 
@@ -123,6 +142,9 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     const https = url.protocol === 'https:';
     const host = url.hostname;
     const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+    const port = url.port === '' ? (https ? 443 : 80) : Number(url.port);
+    const path = `${url.pathname}${url.search}`;
+    const auth = url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
     cached = {
       url,
       https,
@@ -130,11 +152,15 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       options: {
         method: 'POST',
         hostname: bare,
-        port: url.port === '' ? (https ? 443 : 80) : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        agent: https ? agents.https : agents.http,
-        ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+        port,
+        path,
+        ...(https ? { agent: httpsAgent } : {}),
+        ...(auth !== undefined ? { auth } : {}),
       },
+      head:
+        `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n` +
+        (auth !== undefined ? `authorization: Basic ${Buffer.from(auth).toString('base64')}\r\n` : ''),
+      key: `${bare}:${port}`,
     };
     if (targets.size >= URL_CACHE) targets.delete(targets.keys().next().value as string);
     targets.set(raw, cached);
@@ -169,8 +195,30 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     return pinnedLookup(addresses);
   }
 
+  /** A plain-http POST on the lean client. */
+  function sendHttp(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
+    const where = t.url.origin;
+    let head: string;
+    try {
+      head = `${t.head}${fieldLines(post.headers)}content-length: ${Buffer.byteLength(post.body)}\r\n\r\n`;
+    } catch (error) {
+      return Promise.reject(new Error(`cannot send to ${where}: ${describe(error)}`));
+    }
+    return http1
+      .post({ key: t.key, host: t.options.hostname!, port: t.options.port as number, lookup }, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
+      .then(
+        (answer) => ({ status: answer.status, statusText: answer.statusText || STATUS_CODES[answer.status] || '', body: answer.body }),
+        (error: unknown) => {
+          if (post.signal.aborted) throw abortError(post.signal);
+          if (error instanceof ResponseParseError) throw new Error(`${where} sent an invalid HTTP answer: ${error.message}`);
+          throw new Error(`cannot reach ${where}: ${describe(error)}`);
+        },
+      );
+  }
+
+  /** An https POST on node:https. */
   function send(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
-    const https = t.https;
+    if (!t.https) return sendHttp(t, post, lookup);
     const requestOptions: RequestOptions = {
       ...t.options,
       headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
@@ -191,7 +239,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
         request.destroy();
       };
       try {
-        request = (https ? httpsRequest : httpRequest)(requestOptions);
+        request = httpsRequest(requestOptions);
       } catch (error) {
         reject(new Error(`cannot send to ${where}: ${describe(error)}`));
         return;
@@ -246,8 +294,8 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       });
     },
     close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      http1.close();
+      httpsAgent.destroy();
     },
   };
 }

@@ -1,0 +1,256 @@
+/**
+ * A lean HTTP/1.1 client for plain-http webhook POSTs (hosts/node-outbound.ts decides where a
+ * request may go; this file only carries it). It writes the request head and body to a kept-alive
+ * socket in one write and parses the answer with hosts/http1-response.ts.
+ *
+ * Why not node:http's ClientRequest and Agent: on this machine kind they cost about 85 µs of CPU
+ * per kept-alive POST against about 25 µs for this (bench/README.md, `bench/receivers`), and a
+ * webhook subscription sends one POST after another, so that cost is most of a delivery.
+ *
+ * Connections: kept per key (destination), reused most-recently-used first, at most
+ * MAX_IDLE_PER_KEY idle per key, closed after IDLE_MS unused. One request per connection at a
+ * time (no pipelining). A kept-alive connection that the server closed while idle may fail the
+ * next request before any answer arrives; such a request is sent again once on a new connection
+ * (webhooks are at-least-once; this only spares a backoff for a race the receiver never saw).
+ * The signal destroys the connection at whatever stage (connect, write, answer).
+ */
+import { connect, type LookupFunction, type Socket } from 'node:net';
+import { ResponseParser } from './http1-response.js';
+
+export interface Http1Destination {
+  /** Connections are shared between requests of the same key. */
+  key: string;
+  host: string;
+  port: number;
+  /** Name resolution for the connect (the vetted addresses); default node's. */
+  lookup?: LookupFunction | undefined;
+}
+
+export interface Http1Request {
+  /** The request line and header fields, ending with the empty line (CRLF CRLF). */
+  head: string;
+  body: string;
+  signal: AbortSignal;
+  /** Body bytes kept at most; past that the answer is returned and the connection dropped. */
+  maxBodyBytes: number;
+}
+
+export interface Http1Answer {
+  status: number;
+  /** The reason phrase as sent (may be empty). */
+  statusText: string;
+  body: string;
+}
+
+export const IDLE_MS = 30_000;
+export const MAX_IDLE_PER_KEY = 32;
+
+export function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
+}
+
+/** A kept-alive connection that ended before any byte of an answer: worth one new attempt. */
+class StaleConnection extends Error {}
+
+interface Active {
+  parser: ResponseParser;
+  resolve(answer: Http1Answer): void;
+  reject(error: Error): void;
+  signal: AbortSignal;
+  onAbort(): void;
+  /** Whether this connection had carried a request before this one. */
+  reused: boolean;
+}
+
+class Connection {
+  readonly socket: Socket;
+  private active: Active | undefined;
+  private used = false;
+  private closed = false;
+  idleSince = 0;
+
+  constructor(
+    readonly key: string,
+    destination: Http1Destination,
+    private readonly client: Http1Client,
+  ) {
+    this.socket = connect({
+      host: destination.host,
+      port: destination.port,
+      noDelay: true,
+      ...(destination.lookup ? { lookup: destination.lookup } : {}),
+    });
+    this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    this.socket.on('end', () => this.onEnd(undefined));
+    this.socket.on('error', (error) => this.onEnd(error));
+    this.socket.on('close', () => this.onEnd(undefined));
+  }
+
+  send(request: Http1Request): Promise<Http1Answer> {
+    return new Promise<Http1Answer>((resolve, reject) => {
+      const active: Active = {
+        parser: new ResponseParser(request.maxBodyBytes),
+        resolve,
+        reject,
+        signal: request.signal,
+        onAbort: () => this.fail(abortError(request.signal)),
+        reused: this.used,
+      };
+      this.active = active;
+      this.used = true;
+      request.signal.addEventListener('abort', active.onAbort, { once: true });
+      this.socket.write(request.head + request.body);
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    const active = this.active;
+    if (!active) {
+      // Nothing was asked: a server that talks out of turn is not trusted with the next request.
+      this.destroy();
+      return;
+    }
+    let result;
+    try {
+      result = active.parser.feed(chunk);
+    } catch (error) {
+      this.fail(error as Error);
+      return;
+    }
+    if (result !== 'more') this.answer(active, result === 'done' && active.parser.reusable);
+  }
+
+  private onEnd(error: Error | undefined): void {
+    const active = this.active;
+    if (active) {
+      if (error === undefined && active.parser.end()) this.answer(active, false);
+      else if (active.reused && !active.parser.started && !active.signal.aborted) this.fail(new StaleConnection('stale kept-alive connection'));
+      else this.fail(error ?? Object.assign(new Error('the connection closed before an answer'), { code: 'ECONNRESET' }));
+    }
+    this.destroy();
+  }
+
+  private answer(active: Active, reuse: boolean): void {
+    this.active = undefined;
+    active.signal.removeEventListener('abort', active.onAbort);
+    const { parser } = active;
+    active.resolve({ status: parser.status, statusText: parser.statusText, body: parser.body() });
+    if (reuse && !this.closed) this.client.release(this);
+    else this.destroy();
+  }
+
+  private fail(error: Error): void {
+    const active = this.active;
+    this.active = undefined;
+    this.destroy();
+    if (!active) return;
+    active.signal.removeEventListener('abort', active.onAbort);
+    active.reject(error);
+  }
+
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.forget(this);
+    this.socket.destroy();
+  }
+
+  get usable(): boolean {
+    return !this.closed && !this.socket.destroyed;
+  }
+}
+
+export interface Http1ClientOptions {
+  /** How long a connection may stay idle before it is closed (default IDLE_MS). */
+  idleMs?: number;
+}
+
+export class Http1Client {
+  private readonly idle = new Map<string, Connection[]>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly idleMs: number;
+
+  constructor(options: Http1ClientOptions = {}) {
+    this.idleMs = options.idleMs ?? IDLE_MS;
+  }
+
+  post(destination: Http1Destination, request: Http1Request): Promise<Http1Answer> {
+    if (request.signal.aborted) return Promise.reject(abortError(request.signal));
+    if (this.closed) return Promise.reject(new Error('the webhook client is closed'));
+    const kept = this.take(destination.key);
+    if (!kept) return new Connection(destination.key, destination, this).send(request);
+    return kept.send(request).catch((error: unknown) => {
+      if (!(error instanceof StaleConnection) || request.signal.aborted || this.closed) throw error;
+      return new Connection(destination.key, destination, this).send(request);
+    });
+  }
+
+  /** Idle connections kept right now (tests). */
+  idleCount(key?: string): number {
+    if (key !== undefined) return this.idle.get(key)?.length ?? 0;
+    let n = 0;
+    for (const list of this.idle.values()) n += list.length;
+    return n;
+  }
+
+  /** Ends every kept connection; later requests are refused. */
+  close(): void {
+    this.closed = true;
+    for (const list of [...this.idle.values()]) for (const connection of [...list]) connection.destroy();
+    this.idle.clear();
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  private take(key: string): Connection | undefined {
+    const list = this.idle.get(key);
+    if (!list) return undefined;
+    while (list.length > 0) {
+      const connection = list.pop()!;
+      if (connection.usable) {
+        if (list.length === 0) this.idle.delete(key);
+        return connection;
+      }
+    }
+    this.idle.delete(key);
+    return undefined;
+  }
+
+  /** A connection whose answer is done and that may carry another request. */
+  release(connection: Connection): void {
+    if (this.closed) {
+      connection.destroy();
+      return;
+    }
+    let list = this.idle.get(connection.key);
+    if (!list) this.idle.set(connection.key, (list = []));
+    if (list.length >= MAX_IDLE_PER_KEY) {
+      connection.destroy();
+      return;
+    }
+    connection.idleSince = Date.now();
+    list.push(connection);
+    this.sweeper ??= setInterval(() => this.sweep(), Math.max(1, this.idleMs / 3)).unref();
+  }
+
+  /** A connection that closed: it is no longer offered. */
+  forget(connection: Connection): void {
+    const list = this.idle.get(connection.key);
+    if (!list) return;
+    const at = list.indexOf(connection);
+    if (at >= 0) list.splice(at, 1);
+    if (list.length === 0) this.idle.delete(connection.key);
+  }
+
+  private sweep(): void {
+    const limit = Date.now() - this.idleMs;
+    for (const list of [...this.idle.values()]) {
+      for (const connection of [...list]) if (connection.idleSince <= limit) connection.destroy();
+    }
+    if (this.idle.size === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+  }
+}
