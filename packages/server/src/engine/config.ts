@@ -10,6 +10,14 @@ export interface EngineConfig {
   retryBaseMs: number;
   retryMaxMs: number;
   deliveryTimeoutMs: number;
+  /**
+   * How far beyond a call's deadline the stored in-flight watchdog may reach, so that calls that
+   * follow one another in one flight (a webhook backlog) rewrite it only when it no longer covers
+   * the next call (protocol §12.7). 0: written before every call, with exactly its deadline — the
+   * Worker host, where the stored value arms the alarm that resumes an evicted object. The Node
+   * host times its calls in memory and uses the delivery timeout.
+   */
+  watchdogLeaseMs: number;
   /** A caught-up hosted processor connection is closed after this long without a batch, and woken again on the next matching event (protocol §20). */
   processorIdleMs: number;
   /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
@@ -25,6 +33,7 @@ export const defaultEngineConfig: EngineConfig = {
   retryBaseMs: Defaults.retryBaseMs,
   retryMaxMs: Defaults.retryMaxMs,
   deliveryTimeoutMs: Defaults.deliveryTimeoutMs,
+  watchdogLeaseMs: 0,
   processorIdleMs: Defaults.processorIdleMs,
   allowPrivateWebhooks: true,
 };

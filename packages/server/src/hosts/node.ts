@@ -125,6 +125,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     const value = options[key];
     if (value !== undefined) (config as unknown as Record<string, unknown>)[key] = value;
   }
+  // Calls are timed in memory here; the stored watchdog only has to cover them (protocol §12.7).
+  if (options.watchdogLeaseMs === undefined) config.watchdogLeaseMs = config.deliveryTimeoutMs;
   const metrics = createServerMetrics();
   // Destroyed lifetimes' events are deleted in chunks between requests (StreamStore.purgeErased).
   const purger = new ErasedPurger(() => store, (message, error) => logger.error(message, error));

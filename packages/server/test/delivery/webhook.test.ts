@@ -11,6 +11,8 @@ import { setSubscriptionCursor } from '../../src/engine/commands.js';
 import { webhookReceiver } from '../../src/engine/delivery/webhook-receiver.js';
 import { webhookSecretOf } from '../../src/core/webhook-signature.js';
 import { nodeOutbound } from '../../src/hosts/node-outbound.js';
+import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
+import type { SqlStorage } from '../../src/ports/storage.js';
 import { HookServer, signatureHeaders, type HookRequest } from '../helpers/hook-server.js';
 import { createHarness, waitFor, webhookSub, x, type Harness, type HarnessOptions } from './harness.js';
 
@@ -20,13 +22,30 @@ let h: Harness;
 let hooks: HookServer;
 const closers: Array<() => unknown> = [];
 
-async function setup(config: HarnessOptions['config'] = {}): Promise<void> {
+async function setup(config: HarnessOptions['config'] = {}, storage?: SqlStorage): Promise<void> {
   hooks = await HookServer.start();
   const http = nodeOutbound({ allowPrivate: true });
   closers.push(() => http.close(), () => hooks.stop());
   // A generous timeout unless a test is about timeouts: a slow first call under load must not turn
   // into an (allowed, at-least-once) duplicate that breaks an exact sequence.
-  h = await createHarness({ config: { deliveryTimeoutMs: 2_000, ...config }, webhookReceiver: webhookReceiver({ http, secret: SECRET, clock: { now: () => Date.now() } }) });
+  h = await createHarness({
+    config: { deliveryTimeoutMs: 2_000, ...config },
+    webhookReceiver: webhookReceiver({ http, secret: SECRET, clock: { now: () => Date.now() } }),
+    ...(storage ? { storage } : {}),
+  });
+}
+
+/** Storage that records every in-flight deadline written to a subscription row (null included). */
+async function watchdogRecordingStorage(): Promise<{ storage: SqlStorage; deadlines: Array<number | null> }> {
+  const storage = await MemoryStorage.create();
+  const deadlines: Array<number | null> = [];
+  const run = storage.run.bind(storage);
+  storage.run = (sql: string, ...params: unknown[]) => {
+    // The upsert's eighth parameter is inflight_deadline_at (SubscriptionRuntime.write).
+    if (sql.trimStart().startsWith('INSERT INTO subscription_runtime')) deadlines.push(params[7] as number | null);
+    return run(sql, ...(params as never[]));
+  };
+  return { storage, deadlines };
 }
 
 afterEach(async () => {
@@ -157,6 +176,68 @@ describe('failures', () => {
  * event per POST, strictly in order, the next only after the previous was answered; a failure
  * retries its event alone first; a delivery prepared for a run that ended is never sent.
  */
+describe('the stored in-flight watchdog (protocol §12.7)', () => {
+  /** Delivers a backlog of `n` events; answers the deadlines stored while each request was open. */
+  async function backlog(
+    n: number,
+    config: HarnessOptions['config'],
+    answerAfterMs = 0,
+  ): Promise<{ seen: Array<number | null>; arrived: number[]; written: Array<number | null> }> {
+    const recording = await watchdogRecordingStorage();
+    await setup(config, recording.storage);
+    const seen: Array<number | null> = [];
+    const arrived: number[] = [];
+    hooks.script = () => {
+      arrived.push(Date.now());
+      const rows = h.storage.exec<{ d: number | null }>(`SELECT inflight_deadline_at AS d FROM subscription_runtime WHERE key = 'k'`);
+      seen.push(rows[0]?.d ?? null);
+      if (answerAfterMs === 0) return { status: 204 };
+      return (res) => {
+        setTimeout(() => {
+          res.writeHead(204);
+          res.end();
+        }, answerAfterMs);
+      };
+    };
+    await h.append('/s', ...Array.from({ length: n }, (_, i) => x(i)));
+    recording.deadlines.length = 0;
+    await h.configure('/s', webhookSub('k', { url: hooks.url(), eventTypes: ['app/x'], start: 'beginning' }));
+    await h.caughtUp('/s', 'k', 10_000);
+    return { seen, arrived, written: recording.deadlines.filter((d) => d !== null) };
+  }
+
+  it('with a lease, a backlog stores the watchdog once, covering every POST, and clears it when caught up', async () => {
+    const { seen, arrived, written } = await backlog(30, { deliveryTimeoutMs: 2_000, watchdogLeaseMs: 2_000 });
+    expect(arrived).toHaveLength(30);
+    expect(written).toHaveLength(1);
+    // Every request found a stored deadline at least its own call's deadline away.
+    seen.forEach((deadline, i) => expect(deadline).toBeGreaterThanOrEqual(arrived[i]! + 2_000 - 50));
+    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: h.head('/s'), inFlightDeadlineAt: null });
+    await waitFor(() => h.storage.exec<{ d: number | null }>(`SELECT inflight_deadline_at AS d FROM subscription_runtime WHERE key = 'k'`)[0]!.d === null, 'the cleared watchdog stored');
+  });
+
+  it('without a lease (the Worker host), it is stored before every POST with exactly that call\'s deadline', async () => {
+    // Answered after 2 ms, so that no two calls share a millisecond (and so a deadline).
+    const { seen, arrived, written } = await backlog(30, { deliveryTimeoutMs: 2_000, watchdogLeaseMs: 0 }, 2);
+    expect(arrived).toHaveLength(30);
+    expect(written).toHaveLength(30);
+    seen.forEach((deadline, i) => {
+      expect(deadline).toBeGreaterThanOrEqual(arrived[i]! + 2_000 - 50);
+      expect(deadline).toBeLessThanOrEqual(arrived[i]! + 2_000);
+    });
+    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: h.head('/s'), inFlightDeadlineAt: null });
+  });
+
+  it('a lease that no longer covers the next call is written again', async () => {
+    // A lease shorter than the gaps between POSTs (each answered after 5 ms): every call needs its
+    // own write, and each must find its own deadline covered.
+    const { seen, arrived, written } = await backlog(5, { deliveryTimeoutMs: 2_000, watchdogLeaseMs: 1 }, 5);
+    expect(arrived).toHaveLength(5);
+    expect(written).toHaveLength(5);
+    seen.forEach((deadline, i) => expect(deadline).toBeGreaterThanOrEqual(arrived[i]! + 2_000 - 50));
+  });
+});
+
 describe('read-ahead and the prepared next POST', () => {
   /** Answers each request after `delayMs`, and records how many were ever open at once. */
   function slowReceiver(delayMs: number, status: (request: HookRequest) => number = () => 204): { maxOpen: () => number } {

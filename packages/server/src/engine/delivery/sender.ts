@@ -288,8 +288,14 @@ export class StreamSender {
     if (!current) return STOP;
     const timeout = this.deps.config.deliveryTimeoutMs;
     const started = this.deps.clock.now();
-    // The watchdog is stored before the call leaves (SEMANTICS §4).
-    this.write({ ...current, inflightDeadlineAt: started + timeout });
+    // The watchdog is stored before the call leaves (SEMANTICS §4): a deadline by which this call
+    // will have ended. One stored earlier in this flight that still covers it is kept (a lease,
+    // config.watchdogLeaseMs); otherwise it is written now, reaching up to the lease beyond.
+    const deadline = started + timeout;
+    if (current.inflightDeadlineAt === null || current.inflightDeadlineAt < deadline) {
+      this.write({ ...current, inflightDeadlineAt: deadline + this.deps.config.watchdogLeaseMs });
+      current = this.actor.subscriptions.get(key)!;
+    }
     const answer = this.call(prepared, timeout);
     // While the call is out, the next webhook is read and its body built (never sent before this
     // one is acknowledged: one event per POST, in order).
@@ -307,8 +313,13 @@ export class StreamSender {
     const completion = finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt);
     this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
     const cursor = Math.max(current.cursor, prepared.cursorAfter);
-    this.actor.subscriptions.update(succeeded(current, cursor, prepared.bytes));
-    if (next === undefined || cursor >= this.actor.durableHead) return STOP;
+    const done = succeeded(current, cursor, prepared.bytes);
+    if (next === undefined || cursor >= this.actor.durableHead) {
+      this.actor.subscriptions.update(done);
+      return STOP;
+    }
+    // The flight goes on: the stored watchdog stays (it may cover the next call).
+    this.actor.subscriptions.update({ ...done, inflightDeadlineAt: current.inflightDeadlineAt });
     return { again: true, next: await next };
   }
 
