@@ -49,22 +49,23 @@ export function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
 }
 
-/** A kept-alive connection that ended before any byte of an answer: worth one new attempt. */
-class StaleConnection extends Error {}
-
 interface Active {
   parser: ResponseParser;
-  resolve(answer: Http1Answer): void;
+  resolve(answer: Http1Answer | Promise<Http1Answer>): void;
   reject(error: Error): void;
   signal: AbortSignal;
   onAbort(): void;
-  /** Whether this connection had carried a request before this one. */
-  reused: boolean;
+  /**
+   * On a kept-alive connection: the request sent again on a new one, for when this connection
+   * ends before any byte of an answer (the server closed it while it was idle).
+   */
+  again: (() => Promise<Http1Answer>) | undefined;
 }
 
 class Connection {
   readonly socket: Socket;
   private active: Active | undefined;
+  /** Whether a request went out on this connection before (it was kept alive). */
   private used = false;
   private closed = false;
   idleSince = 0;
@@ -86,7 +87,7 @@ class Connection {
     this.socket.on('close', () => this.onEnd(undefined));
   }
 
-  send(request: Http1Request): Promise<Http1Answer> {
+  send(request: Http1Request, again?: () => Promise<Http1Answer>): Promise<Http1Answer> {
     return new Promise<Http1Answer>((resolve, reject) => {
       const active: Active = {
         parser: new ResponseParser(request.maxBodyBytes),
@@ -94,7 +95,7 @@ class Connection {
         reject,
         signal: request.signal,
         onAbort: () => this.fail(abortError(request.signal)),
-        reused: this.used,
+        again: this.used ? again : undefined,
       };
       this.active = active;
       this.used = true;
@@ -124,7 +125,7 @@ class Connection {
     const active = this.active;
     if (active) {
       if (error === undefined && active.parser.end()) this.answer(active, false);
-      else if (active.reused && !active.parser.started && !active.signal.aborted) this.fail(new StaleConnection('stale kept-alive connection'));
+      else if (active.again && !active.parser.started && !active.signal.aborted) this.retry(active, active.again);
       else this.fail(error ?? Object.assign(new Error('the connection closed before an answer'), { code: 'ECONNRESET' }));
     }
     this.destroy();
@@ -137,6 +138,13 @@ class Connection {
     active.resolve({ status: parser.status, statusText: parser.statusText, body: parser.body() });
     if (reuse && !this.closed) this.client.release(this);
     else this.destroy();
+  }
+
+  private retry(active: Active, again: () => Promise<Http1Answer>): void {
+    this.active = undefined;
+    this.destroy();
+    active.signal.removeEventListener('abort', active.onAbort);
+    active.resolve(again());
   }
 
   private fail(error: Error): void {
@@ -179,11 +187,8 @@ export class Http1Client {
     if (request.signal.aborted) return Promise.reject(abortError(request.signal));
     if (this.closed) return Promise.reject(new Error('the webhook client is closed'));
     const kept = this.take(destination.key);
-    if (!kept) return new Connection(destination.key, destination, this).send(request);
-    return kept.send(request).catch((error: unknown) => {
-      if (!(error instanceof StaleConnection) || request.signal.aborted || this.closed) throw error;
-      return new Connection(destination.key, destination, this).send(request);
-    });
+    const fresh = () => (this.closed ? Promise.reject(new Error('the webhook client is closed')) : new Connection(destination.key, destination, this).send(request));
+    return kept ? kept.send(request, fresh) : fresh();
   }
 
   /** Idle connections kept right now (tests). */

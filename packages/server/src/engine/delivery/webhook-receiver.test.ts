@@ -98,6 +98,41 @@ describe('the request', () => {
     expect(lib.sign(request.headers['webhook-id']!, ts, request.body)).toBe(request.headers['webhook-signature']);
   });
 
+  it('a call prepared ahead is signed once, and again only when it leaves in another second', async () => {
+    const http = new ScriptedHttp(() => answer(204));
+    let now = NOW;
+    const signed: number[] = [];
+    const lib = new Webhook(SECRET);
+    const receiver = webhookReceiver({
+      http,
+      secret: SECRET,
+      clock: { now: () => now },
+      sign: (id, t, body) => {
+        signed.push(t);
+        return lib.sign(id, new Date(t * 1000), body);
+      },
+    });
+    const { signal, ...ctx } = context();
+    const delivered = [{ event, shaped: { type: 'app/x', payload: { n: 1 } } }];
+    const second = Math.floor(NOW / 1000);
+
+    const same = receiver.prepare(ctx, delivered);
+    expect(signed).toEqual([second]);
+    now = NOW + 700; // still the same second
+    expect(await same.send(signal)).toEqual({ ok: true });
+    expect(signed).toEqual([second]);
+    expect(http.posts[0]!.request.headers['webhook-timestamp']).toBe(String(second));
+
+    const later = receiver.prepare(ctx, delivered);
+    expect(signed).toEqual([second, second]);
+    now = NOW + 1_000; // the next second
+    expect(await later.send(signal)).toEqual({ ok: true });
+    expect(signed).toEqual([second, second, second + 1]);
+    const headers = http.posts[1]!.request.headers;
+    expect(headers['webhook-timestamp']).toBe(String(second + 1));
+    expect(lib.sign(headers['webhook-id']!, new Date((second + 1) * 1000), http.posts[1]!.request.body)).toBe(headers['webhook-signature']);
+  });
+
   it('passes the delivery signal to the port', async () => {
     const signal = new AbortController().signal;
     const http = new ScriptedHttp(() => answer(200));

@@ -80,7 +80,12 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
       return async (id, t, body) => signWebhook(await key, id, t, body);
     })();
 
-  /** The envelope and its JSON are built here; the timestamp and the signature when the POST leaves. */
+  /**
+   * The envelope and its JSON are built here, and signed with the current second; the POST carries
+   * the second it leaves in, so it is signed again only if that second is another one (the sender
+   * prepares the next webhook while the previous POST is in flight, which takes the signature off
+   * the path between two POSTs).
+   */
   function prepare(ctx: Omit<DeliveryContext, 'signal'>, events: readonly DeliveredEvent[]): PreparedCall {
     const receiver = ctx.entry.configuration.receiver;
     if (receiver.action !== 'webhook-post') throw new Error('webhook receiver given another action');
@@ -96,28 +101,37 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
     const body = JSON.stringify(envelope);
     const id = envelope.deliveryId;
     const url = receiver.url;
+    const signAt = (timestamp: number): string | Promise<string> => {
+      const signature = sign(id, timestamp, body);
+      // A call prepared ahead may never be sent: its signing failure must not go unhandled.
+      if (typeof signature !== 'string') signature.catch(() => undefined);
+      return signature;
+    };
+    let signedAt = Math.floor(deps.clock.now() / 1000);
+    let signed = signAt(signedAt);
+    const post = (timestamp: number, signature: string, signal: AbortSignal): Promise<DeliveryOutcome> =>
+      deps.http
+        .post(url, {
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': WEBHOOK_USER_AGENT,
+            'webhook-id': id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signature,
+          },
+          body,
+          signal,
+        })
+        .then(classifyWebhookAnswer, (error: unknown) => classifyWebhookError(error, signal));
     return {
-      async send(signal) {
+      send(signal) {
         const timestamp = Math.floor(deps.clock.now() / 1000);
-        const signed = sign(id, timestamp, body);
-        const signature = typeof signed === 'string' ? signed : await signed;
-        let answer: OutboundAnswer;
-        try {
-          answer = await deps.http.post(url, {
-            headers: {
-              'content-type': 'application/json',
-              'user-agent': WEBHOOK_USER_AGENT,
-              'webhook-id': id,
-              'webhook-timestamp': String(timestamp),
-              'webhook-signature': signature,
-            },
-            body,
-            signal,
-          });
-        } catch (error) {
-          return classifyWebhookError(error, signal);
+        if (timestamp !== signedAt) {
+          signedAt = timestamp;
+          signed = signAt(timestamp);
         }
-        return classifyWebhookAnswer(answer);
+        const signature = signed;
+        return typeof signature === 'string' ? post(timestamp, signature, signal) : signature.then((s) => post(timestamp, s, signal));
       },
     };
   }
