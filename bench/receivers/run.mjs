@@ -14,10 +14,10 @@
  *
  * webhook-post: the same source gets 1 and then 20 webhook subscriptions to a receiver process
  * that answers 204; deliveries/s over the catch-up. Baseline: a bare loop of the same number of
- * POSTs of the same size from this process to the same receiver, one after another.
+ * POSTs of the same size to the same receiver, one after another, from a process of its own that
+ * starts with each round (bare-post.mjs), as cold as the server.
  */
 import { mkdirSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -29,6 +29,7 @@ import { PAYLOAD, call, fmtN, fmtX, median, preload, writeResult } from '../lib/
 const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
 const RECEIVER = join(here, 'webhook-receiver.mjs');
+const BARE = join(here, 'bare-post.mjs');
 
 const { values: flags } = parseArgs({
   options: {
@@ -50,8 +51,8 @@ if (flags.help) {
                                    [--profile] [--out FILE] [--no-write]
   --subscriptions  which webhook scenarios run (default 1,20)
   --warmup N       webhook rounds first deliver N events to an unmeasured subscription and send N unmeasured
-                   bare POSTs, so that both sides are measured warm (default 0: the server is measured from its
-                   start, as in the figures before 2026-11-30 07:00)
+                   bare POSTs, so that both sides are measured warm (default 0: both the server and the bare
+                   loop's process are measured from their start)
   --variant NAME=DIR  also measure another build of packages/server (its dist folder, kept inside the
                    repository, e.g. bench/.variants/NAME/dist), interleaved with the current one in every round
   --profile        run the Rivulet server children with --cpu-prof (profiles under bench/results/profiles/;
@@ -188,23 +189,14 @@ async function webhookRound(round, subscriptions, impl) {
       return counted;
     };
   };
-  // Baseline: a bare loop of POSTs of about the same size (one subscription's worth).
-  const body = JSON.stringify({ projectId: null, path: '/bench/hook', streamId: 's', event: { type: 'bench/e', payload: PAYLOAD } });
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const target = new URL(`${receiver.url}/baseline`);
+  // Baseline: a bare loop of POSTs of about the same size (one subscription's worth), in a process
+  // of its own started with the server, so that both start cold (or both warm, with --warmup).
+  const bare = await startLineChild(BARE, [`${receiver.url}/baseline`], 'bare POST loop', { stdin: true });
   const bareLoop = async (count) => {
-    const b0 = performance.now();
-    for (let i = 0; i < count; i++) {
-      await new Promise((res, rej) => {
-        const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (r) => {
-          r.resume();
-          r.once('end', res);
-        });
-        req.once('error', rej);
-        req.end(body);
-      });
-    }
-    return (performance.now() - b0) / 1000;
+    const before = bare.lines.length;
+    bare.send(`run ${count}`);
+    const line = await bare.waitFor((lines) => lines.slice(before).find((l) => l.startsWith('done ')), 300_000);
+    return Number(line.split(' ')[1]);
   };
   try {
     if (cfg.webhookWarmup > 0) {
@@ -250,7 +242,7 @@ async function webhookRound(round, subscriptions, impl) {
     const serverCpuUsPerDelivery = (serverCpuMs * 1000) / want;
     return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec, serverCpuUsPerDelivery, othersLoad };
   } finally {
-    agent.destroy();
+    await bare.stop();
     await receiver.stop();
     await stopServer(server);
   }
