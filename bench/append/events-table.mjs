@@ -1,16 +1,20 @@
 /**
  * SQLite-only comparison of layouts of the `events` table (the storage-format-3 decision of
- * packages/server/src/engine/schema.ts): one append = one transaction inserting one event row,
- * with the Node host's pragmas (WAL, synchronous=NORMAL, exclusive locking, autocheckpoint 4000).
+ * packages/server/src/engine/schema.ts), with the Node host's pragmas (WAL, synchronous=NORMAL,
+ * exclusive locking); the WAL is checkpointed by the script between counts.
  *
- *   rowid+index  format 2: a rowid table plus a unique (sid, ofs) index
- *   without-rowid  format 3: PRIMARY KEY (sid, ofs) WITHOUT ROWID
+ *   format2        the rowid table and its unique (sid, ofs) index, plus the streams row updated
+ *                  per append (what format 2 wrote)
+ *   rowid+index    the same without the streams row (format 3: the streams row is a checkpoint)
+ *   without-rowid  PRIMARY KEY (sid, ofs) WITHOUT ROWID
+ *   split          WITHOUT ROWID, bodies above 900 bytes in a rowid side table
  *
- * For each event body size it reports µs per insert transaction, WAL frames (pages) written per
- * insert, database bytes per event after a checkpoint, and µs per event to read 500-event ranges.
- * Streams are interleaved (sid = i % streams) as under concurrent load.
+ * Per body size: µs per transaction, WAL frames (pages) written per transaction, database bytes per
+ * event, and µs per event reading 500-event ranges. `--group N` inserts N events per transaction
+ * (a group commit), `--random` picks each event's stream at random instead of in turn.
  *
  *   node bench/append/events-table.mjs [--events 4000] [--streams 10] [--sizes 150,600,1200,2500,6000]
+ *        [--group 1] [--random] [--layouts format2,rowid+index,without-rowid,split]
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,13 +28,24 @@ const { values } = parseArgs({
     events: { type: 'string', default: '4000' },
     streams: { type: 'string', default: '10' },
     sizes: { type: 'string', default: '150,600,1200,2500,6000' },
+    group: { type: 'string', default: '1' },
+    random: { type: 'boolean', default: false },
+    layouts: { type: 'string' },
   },
 });
+/** Inserts per transaction (a group commit of that many appends). */
+const GROUP = Number(values.group);
 const EVENTS = Number(values.events);
 const STREAMS = Number(values.streams);
 const SIZES = values.sizes.split(',').map(Number);
 
 const LAYOUTS = {
+  // format 2 as it was: the rowid table and its index, plus the streams row rewritten per append.
+  format2: [
+    `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
+       idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
+    `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`,
+  ],
   'rowid+index': [
     `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
        idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
@@ -48,6 +63,8 @@ const LAYOUTS = {
   ],
 };
 const SPLIT = 900;
+const STREAMS_ROW = new Set(['format2']);
+const CHOSEN = values.layouts ? values.layouts.split(',') : Object.keys(LAYOUTS);
 const COMMON = [
   `CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
   `CREATE INDEX events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
@@ -81,6 +98,17 @@ function measure(layout, size) {
     db.pragma('synchronous = NORMAL');
     db.pragma('wal_autocheckpoint = 0');
     for (const ddl of [...LAYOUTS[layout], ...COMMON]) db.exec(ddl);
+    db.exec(`CREATE TABLE streams (sid INTEGER PRIMARY KEY, project TEXT NOT NULL, path TEXT NOT NULL, stream_id TEXT NOT NULL,
+      created_at TEXT NOT NULL, head INTEGER NOT NULL, event_count INTEGER NOT NULL, max_offset INTEGER NOT NULL, state TEXT NOT NULL)`);
+    const addStream = db.prepare(`INSERT INTO streams VALUES (?, '', ?, 'a5c1b2d3-0000-4000-8000-000000000000', '2026-01-01T00:00:00.000Z', 0, 0, 0, ?)`);
+    for (let sid = 0; sid < STREAMS; sid++) addStream.run(sid, `/bench/b-${sid}`, '{"subscriptions":{"inbound":{"bySourcePath":{}},"outbound":{"byKey":{}}}}');
+    const saveHead = STREAMS_ROW.has(layout) ? db.prepare(`UPDATE streams SET head = ?, event_count = ?, max_offset = ? WHERE sid = ?`) : null;
+    let rnd = 1;
+    const nextSid = (i) => {
+      if (!values.random) return i % STREAMS;
+      rnd = (rnd * 1103515245 + 12345) % 2147483648;
+      return rnd % STREAMS;
+    };
     const plain = db.prepare(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, NULL, ?, ?)`);
     const insert =
       layout !== 'split'
@@ -100,14 +128,17 @@ function measure(layout, size) {
     walFrames(db, file);
     let frames = 0;
     let insertMs = 0;
-    for (let i = 0; i < EVENTS; i++) {
-      const sid = i % STREAMS;
+    for (let i = 0; i < EVENTS; i += GROUP) {
       const t0 = performance.now();
       begin.run();
-      insert.run(sid, ++heads[sid], Date.now(), texts[i & 63]);
+      for (let j = i; j < i + GROUP; j++) {
+        const sid = nextSid(j);
+        insert.run(sid, ++heads[sid], Date.now(), texts[j & 63]);
+        saveHead?.run(heads[sid], heads[sid], heads[sid], sid);
+      }
       commit.run();
       insertMs += performance.now() - t0;
-      if (i % 1000 === 999) frames += walFrames(db, file);
+      if ((i / GROUP) % 200 === 199) frames += walFrames(db, file);
     }
     frames += walFrames(db, file);
     const bytes = statSync(file).size;
@@ -129,8 +160,8 @@ function measure(layout, size) {
     return {
       layout,
       size,
-      usPerInsert: +((insertMs * 1000) / EVENTS).toFixed(1),
-      walFramesPerInsert: +(frames / EVENTS).toFixed(2),
+      usPerTx: +((insertMs * 1000 * GROUP) / EVENTS).toFixed(1),
+      walFramesPerTx: +((frames * GROUP) / EVENTS).toFixed(2),
       dbBytesPerEvent: Math.round(bytes / EVENTS),
       usPerEventRead: +((readMs * 1000) / rows).toFixed(2),
     };
@@ -143,7 +174,7 @@ const results = [];
 for (const size of SIZES) {
   // Alternate the order per size; keep the better of two runs of each layout (the machine is shared).
   for (const round of [0, 1]) {
-    const order = round === 0 ? Object.keys(LAYOUTS) : Object.keys(LAYOUTS).reverse();
+    const order = round === 0 ? CHOSEN : [...CHOSEN].reverse();
     for (const layout of order) results.push(measure(layout, size));
   }
 }
@@ -153,13 +184,14 @@ for (const r of results) {
   const b = best.get(key);
   if (!b) best.set(key, { ...r });
   else {
-    b.usPerInsert = Math.min(b.usPerInsert, r.usPerInsert);
+    b.usPerTx = Math.min(b.usPerTx, r.usPerTx);
     b.usPerEventRead = Math.min(b.usPerEventRead, r.usPerEventRead);
   }
 }
-console.log('body bytes | layout        | µs/insert tx | WAL pages/insert | db bytes/event | µs/event read');
+console.log(`${GROUP} insert(s) per transaction, ${STREAMS} stream(s) ${values.random ? 'at random' : 'in turn'}:`);
+console.log('body bytes | layout        |        µs/tx |     WAL pages/tx | db bytes/event | µs/event read');
 for (const r of best.values()) {
   console.log(
-    `${String(r.size).padStart(10)} | ${r.layout.padEnd(13)} | ${String(r.usPerInsert).padStart(12)} | ${String(r.walFramesPerInsert).padStart(16)} | ${String(r.dbBytesPerEvent).padStart(14)} | ${String(r.usPerEventRead).padStart(13)}`,
+    `${String(r.size).padStart(10)} | ${r.layout.padEnd(13)} | ${String(r.usPerTx).padStart(12)} | ${String(r.walFramesPerTx).padStart(16)} | ${String(r.dbBytesPerEvent).padStart(14)} | ${String(r.usPerEventRead).padStart(13)}`,
   );
 }

@@ -6,14 +6,11 @@
 import { RivuletError } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 
-export const FORMAT_VERSION = 3;
-
 /**
- * Event bodies whose row would pass this many bytes are kept in `event_bodies` (see `events`).
- * The events b-tree is an index b-tree (WITHOUT ROWID): with 4 KiB pages a row above ≈1000 bytes
- * would keep only ≈490 bytes in its leaf and spill the rest to an overflow page of its own.
+ * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
+ * would take that stale head for the current one and give offsets twice; hence a new format.
  */
-export const INLINE_ROW_BYTES = 960;
+export const FORMAT_VERSION = 3;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -34,13 +31,15 @@ const DDL = [
      format INTEGER NOT NULL,
      UNIQUE (project, path)
    )`,
-  // One b-tree keyed by (sid, ofs): an append writes one page of it, where a rowid table plus a
-  // (sid, ofs) index wrote two (bench/append/events-table.mjs, one insert per transaction, 150-byte
-  // bodies, one stream: 1.7 WAL pages per insert against 2.15). The price of WITHOUT ROWID is the
-  // overflow rule of index b-trees (INLINE_ROW_BYTES): 1200-byte bodies inline took 3.4x the file
-  // space of the rowid table (4.7 KB per event) and 1.7-2.1x its insert time. So a body that would
-  // not fit goes to `event_bodies` (body NULL, body_id set): a large event writes two b-trees, as
-  // every event did in format 2, and wastes no page. Readers take coalesce(body, event_bodies row).
+  // A rowid table plus a unique (sid, ofs) index, not a WITHOUT ROWID table keyed by (sid, ofs),
+  // although that writes one b-tree per append instead of two. Measured with
+  // bench/append/events-table.mjs (150-byte bodies, best of two): with one stream and one insert
+  // per transaction WITHOUT ROWID wrote 1.7 WAL pages per insert against 2.2 and saved 2-3 µs; with
+  // 25 inserts per transaction over 100 streams at random (a group commit under concurrent load) it
+  // wrote 40 pages per transaction against 21 and took 200-250 µs against 130-140, because whole
+  // rows of many streams dirty a leaf page each, where the rowid table appends to one page and the
+  // small index entries share few. Rows above ~1000 bytes would also each spill to an overflow
+  // page of their own (1200-byte bodies: 3.4x the file space). Concurrent load matters more.
   `CREATE TABLE IF NOT EXISTS events (
      sid INTEGER NOT NULL,
      ofs INTEGER NOT NULL,
@@ -48,11 +47,9 @@ const DDL = [
      ephemeral INTEGER NOT NULL,
      idem TEXT,
      created_ms INTEGER NOT NULL,
-     body TEXT,
-     body_id INTEGER,
-     PRIMARY KEY (sid, ofs)
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS event_bodies (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`,
+     body TEXT NOT NULL
+   )`,
+  `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (SEMANTICS §5.1).

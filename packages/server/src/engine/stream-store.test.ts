@@ -1,12 +1,11 @@
 /**
- * Storage format 3 (schema.ts, protocol §16.4-16.5): the format check, the streams row as a
- * checkpoint that loading completes from the event rows after it, large bodies kept out of the
- * events b-tree, and every deletion taking the side rows with it. Over both test adapters.
+ * Storage format 3 (schema.ts, protocol §16.4-16.5): the format check, and the streams row as a
+ * checkpoint that loading completes from the event rows after it. Over both test adapters.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventType, RivuletError, type CommittedEvent } from '@rivulet/contract';
+import { EventType, RivuletError } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
@@ -14,7 +13,7 @@ import type { AppendInput } from '../core/append-input.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { StreamActor, type ActorDeps } from './actor.js';
 import { defaultEngineConfig, type EngineConfig } from './config.js';
-import { FORMAT_VERSION, INLINE_ROW_BYTES, openSchema } from './schema.js';
+import { FORMAT_VERSION, openSchema } from './schema.js';
 import { CHECKPOINT_EVERY, StreamStore, type StreamStoreOptions } from './stream-store.js';
 
 const cleanups: Array<() => void> = [];
@@ -67,9 +66,6 @@ const checkpointOf = (storage: SqlStorage, path: string) =>
     `SELECT head, event_count, max_offset FROM streams WHERE path = ?`,
     path,
   )[0];
-
-const count = (storage: SqlStorage, sql: string, ...params: (string | number)[]): number =>
-  storage.exec<{ n: number }>(sql, ...params)[0]!.n;
 
 describe('storage format check (SEMANTICS §1.8)', () => {
   const refusal = (found: string) =>
@@ -238,90 +234,5 @@ describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) =>
     await actor.append(xs(10), 'public');
     expect(checkpointOf(storage, '/src')!.head).toBe(2);
     expect(deps.store.largestLags(10)).toEqual([{ projectId: null, path: '/src', key: 'k', lag: 12 }]);
-  });
-});
-
-describe.each(adapters)('large event bodies ($name)', ({ open }) => {
-  /** A JSON text whose row (json + type + idempotency key) is exactly `bytes` long. */
-  const jsonOfRow = (bytes: number, type: string, idem = '', char = 'x') => {
-    const fixed = `{"pad":""}`.length + type.length + idem.length;
-    const pad = char.repeat(Math.floor((bytes - fixed) / Buffer.byteLength(char)));
-    return `{"pad":"${pad}"}`;
-  };
-
-  const row = (offset: number, json: string, extra: { ephemeral?: boolean; idem?: string; createdMs?: number } = {}) => ({
-    offset,
-    type: 'app/x',
-    ephemeral: extra.ephemeral ?? false,
-    idempotencyKey: extra.idem,
-    createdMs: extra.createdMs ?? 0,
-    json,
-  });
-
-  it(`a row of ${INLINE_ROW_BYTES} bytes stays inline; one byte more goes to event_bodies; both read back alike`, async () => {
-    const storage = await open();
-    openSchema(storage);
-    const store = new StreamStore(storage);
-    const sid = store.create(null, '/s', 'id', '2025-01-01T00:00:00.000Z');
-    const at = jsonOfRow(INLINE_ROW_BYTES, 'app/x', 'k1');
-    const above = `${jsonOfRow(INLINE_ROW_BYTES, 'app/x', 'k2').slice(0, -2)}x"}`;
-    expect(Buffer.byteLength(at) + 'app/x'.length + 2).toBe(INLINE_ROW_BYTES);
-    expect(Buffer.byteLength(above) + 'app/x'.length + 2).toBe(INLINE_ROW_BYTES + 1);
-    // Multi-byte characters count as their UTF-8 bytes.
-    const wide = jsonOfRow(INLINE_ROW_BYTES + 3, 'app/x', '', 'é');
-    expect(Buffer.byteLength(wide) + 'app/x'.length).toBeGreaterThan(INLINE_ROW_BYTES);
-    storage.transaction(() => {
-      store.insertEvent(sid, row(1, at, { idem: 'k1' }));
-      store.insertEvent(sid, row(2, above, { idem: 'k2' }));
-      store.insertEvent(sid, row(3, wide));
-      store.insertEvent(sid, row(4, '{"small":true}'));
-    });
-    expect(storage.exec(`SELECT ofs, body IS NULL AS side, body_id IS NULL AS inline FROM events ORDER BY ofs`)).toEqual([
-      { ofs: 1, side: 0, inline: 1 },
-      { ofs: 2, side: 1, inline: 0 },
-      { ofs: 3, side: 1, inline: 0 },
-      { ofs: 4, side: 0, inline: 1 },
-    ]);
-    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(2);
-    const read = store.readRange(sid, { afterOffset: 0, beforeOffset: 10, limit: 10, includeEphemeral: false });
-    expect(read).toEqual([
-      { offset: 1, json: at },
-      { offset: 2, json: above },
-      { offset: 3, json: wide },
-      { offset: 4, json: '{"small":true}' },
-    ]);
-    expect(store.findByIdempotencyKey(sid, 'k1')).toEqual(JSON.parse(at) as CommittedEvent);
-    expect(store.findByIdempotencyKey(sid, 'k2')).toEqual(JSON.parse(above) as CommittedEvent);
-  });
-
-  it('destroy, prune and deferred purge take the event_bodies rows with their events', async () => {
-    const storage = await open();
-    openSchema(storage);
-    const big = (n: number) => ({ type: 'app/big', payload: { n, pad: 'y'.repeat(2000) } });
-    let now = Date.parse('2025-01-01T00:00:00.000Z');
-    const deps = depsFor(storage, {}, { ephemeralRetentionMs: 1000 }, () => now);
-    const actor = new StreamActor(null, '/s', deps);
-    await actor.append([big(1), { ...big(2), ephemeral: true }, { type: 'app/small' }], 'public');
-    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(2);
-    const events = actor.read({ afterOffset: 0, limit: 10, includeEphemeral: true }).events;
-    expect(events.map((e) => (e.payload as { n?: number } | undefined)?.n)).toEqual([undefined, 1, 2, undefined]);
-    now += 20_000;
-    await actor.append([{ type: 'app/small' }], 'public'); // prunes the ephemeral big event
-    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(1);
-    await actor.destroy();
-    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(0);
-    expect(count(storage, `SELECT count(*) AS n FROM events`)).toBe(0);
-
-    // Deferred erasure (the Node host) purges in chunks, bodies included.
-    const deferred = new StreamStore(storage, { onDeferredErase: () => undefined });
-    const other = new StreamActor(null, '/t', { ...deps, store: deferred });
-    await other.append(Array.from({ length: 7 }, (_, i) => big(i)), 'public');
-    expect(count(storage, `SELECT count(*) AS n FROM event_bodies`)).toBe(7);
-    await other.destroy();
-    const left: number[] = [];
-    while (deferred.purgeErased(3)) left.push(count(storage, `SELECT count(*) AS n FROM event_bodies`));
-    expect(left).toEqual([5, 2, 0]);
-    expect(count(storage, `SELECT count(*) AS n FROM events`)).toBe(0);
-    expect(count(storage, `SELECT count(*) AS n FROM streams`)).toBe(0);
   });
 });

@@ -4,8 +4,7 @@
  */
 import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { utf8Length } from '../core/sizes.js';
-import { FORMAT_VERSION, INLINE_ROW_BYTES } from './schema.js';
+import { FORMAT_VERSION } from './schema.js';
 
 /**
  * A stream as loaded: the streams row's checkpoint with the event rows after it added in (`find`).
@@ -50,9 +49,6 @@ export interface EventRowInput {
   createdMs: number;
   json: string;
 }
-
-/** An event's JSON as read: inline, or from event_bodies when it was too large for its row. */
-const BODY = `coalesce(body, (SELECT b.body FROM event_bodies b WHERE b.id = body_id))`;
 
 /**
  * The head as stored, for statements over many streams (`s` is the streams row): the checkpoint or
@@ -169,46 +165,27 @@ export class StreamStore {
   }
 
   insertEvent(sid: number, row: EventRowInput): void {
-    const idem = row.idempotencyKey ?? null;
-    // Text lengths bound their UTF-8 bytes by 3x: most events are judged without counting bytes.
-    const chars = row.json.length + row.type.length + (idem?.length ?? 0);
-    const inline =
-      chars * 3 <= INLINE_ROW_BYTES || utf8Length(row.json) + utf8Length(row.type) + (idem === null ? 0 : utf8Length(idem)) <= INLINE_ROW_BYTES;
-    if (inline) {
-      this.storage.run(
-        `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        sid,
-        row.offset,
-        row.type,
-        row.ephemeral ? 1 : 0,
-        idem,
-        row.createdMs,
-        row.json,
-      );
-      return;
-    }
-    const { id } = this.storage.exec<{ id: number }>(`INSERT INTO event_bodies (body) VALUES (?) RETURNING id`, row.json)[0]!;
     this.storage.run(
-      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
       sid,
       row.offset,
       row.type,
       row.ephemeral ? 1 : 0,
-      idem,
+      row.idempotencyKey ?? null,
       row.createdMs,
-      id,
+      row.json,
     );
   }
 
   findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {
-    const row = this.storage.exec<{ body: string }>(`SELECT ${BODY} AS body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
+    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
     return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
   }
 
   /** Raw JSON bodies of a range, in offset order. */
   readRange(sid: number, q: RangeQuery): RawEvent[] {
     const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
-    let sql = `SELECT ofs, ${BODY} AS body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
+    let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
     if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
     else if (q.ephemeralSinceMs !== undefined) {
       sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
@@ -237,14 +214,8 @@ export class StreamStore {
       this.options.onDeferredErase();
       return;
     }
-    this.deleteEvents(`sid = ?`, sid);
+    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
     this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
-  }
-
-  /** Deletes the events matching `where` (over columns of events) and their event_bodies rows. */
-  private deleteEvents(where: string, ...params: (string | number)[]): number {
-    this.storage.run(`DELETE FROM event_bodies WHERE id IN (SELECT body_id FROM events WHERE ${where} AND body_id IS NOT NULL)`, ...params);
-    return this.storage.run(`DELETE FROM events WHERE ${where}`, ...params);
   }
 
   /**
@@ -257,13 +228,7 @@ export class StreamStore {
     if (!row) return false;
     this.storage.transaction(
       () => {
-        // The chunk: the lowest maxRows offsets of the lifetime.
-        const last = this.storage.exec<{ ofs: number | null }>(
-          `SELECT max(ofs) AS ofs FROM (SELECT ofs FROM events WHERE sid = ? ORDER BY ofs LIMIT ?)`,
-          row.sid,
-          maxRows,
-        )[0]!.ofs;
-        const removed = last === null ? 0 : this.deleteEvents(`sid = ? AND ofs <= ?`, row.sid, last);
+        const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
         if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
       },
       { durable: false },
@@ -278,18 +243,25 @@ export class StreamStore {
    * checkpoint and offsets are never reused.
    */
   pruneEphemeral(sid: number, beforeMs: number, keep: number, checkpoint: number): number {
-    let removed = this.deleteEvents(`sid = ? AND ephemeral = 1 AND created_ms < ? AND ofs <= ?`, sid, beforeMs, checkpoint);
+    let removed = this.storage.run(
+      `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND created_ms < ? AND ofs <= ?`,
+      sid,
+      beforeMs,
+      checkpoint,
+    );
     const count = this.storage.exec<{ n: number }>(
       `SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`,
       sid,
     )[0]!.n;
     if (count > keep) {
-      const last = this.storage.exec<{ ofs: number }>(
-        `SELECT max(ofs) AS ofs FROM (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
+      removed += this.storage.run(
+        `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs <= ? AND ofs IN
+           (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
+        sid,
+        checkpoint,
         sid,
         count - keep,
-      )[0]!.ofs;
-      removed += this.deleteEvents(`sid = ? AND ephemeral = 1 AND ofs <= ?`, sid, Math.min(last, checkpoint));
+      );
     }
     return removed;
   }
