@@ -116,6 +116,29 @@ describe('keep-alive', () => {
     expect(c.idleCount()).toBe(0);
   });
 
+  it('an answer that comes before the whole request was written does not keep the connection', async () => {
+    // The server answers at the first bytes and stops reading: most of a large body stays queued.
+    const sockets: Socket[] = [];
+    const server = createServer((socket) => {
+      sockets.push(socket);
+      socket.once('data', () => {
+        socket.pause();
+        socket.write(NO_CONTENT);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    cleanups.push(() => {
+      // A paused socket never notices the client left: end it here, or close() waits forever.
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    });
+    const c = client();
+    const answer = await c.post(to(port), request('z'.repeat(16 * 1024 * 1024)));
+    expect(answer.status).toBe(204);
+    expect(c.idleCount()).toBe(0);
+  });
+
   it('a server that talks while nothing was asked loses the connection', async () => {
     const s = await rawServer((socket) => {
       socket.write(NO_CONTENT);

@@ -136,7 +136,9 @@ class Connection {
     active.signal.removeEventListener('abort', active.onAbort);
     const { parser } = active;
     active.resolve({ status: parser.status, statusText: parser.statusText, body: parser.body() });
-    if (reuse && !this.closed) this.client.release(this);
+    // An answer that came before the whole request was handed to the system (a server refusing
+    // early) leaves the connection mid-request: it is not used again.
+    if (reuse && !this.closed && this.socket.writableLength === 0) this.client.release(this);
     else this.destroy();
   }
 
