@@ -1,0 +1,92 @@
+/**
+ * In-process A/B of the append path below HTTP: `StreamActor.append` over `SqliteStorage`
+ * (relaxed durability, exclusive locking, group commit: the Node host's settings), one event per
+ * append, with builds of packages/server given as dist folders. Rounds interleave the builds (the
+ * order alternates), each on a fresh database with a warm-up; it prints the CPU time of this
+ * process per append (median and every round). Much steadier than the HTTP figures of run.mjs on a
+ * shared machine, since no second process and no socket is involved; it measures only the engine,
+ * the stream store and SQLite, not the edge.
+ *
+ *   node bench/append/engine-ab.mjs NAME=DIST [NAME=DIST …] [--appends 10000] [--rounds 9] [--group 1]
+ *
+ * --group 1: one stream, each append awaited before the next (scenario a). --group N: N appends to
+ * streams picked at random among 100, issued in one turn so they share a group commit (scenario b).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    appends: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '9' },
+    group: { type: 'string', default: '1' },
+  },
+});
+const N = Number(values.appends);
+const ROUNDS = Number(values.rounds);
+const GROUP = Number(values.group);
+if (positionals.length === 0) throw new Error('usage: engine-ab.mjs NAME=DIST [NAME=DIST …] [--appends N] [--rounds N] [--group N]');
+
+const builds = [];
+for (const arg of positionals) {
+  const [name, dir] = arg.split('=');
+  const load = async (path) => import(pathToFileURL(join(resolve(dir), path)).href);
+  builds.push({
+    name,
+    SqliteStorage: (await load('adapters/sqlite/sqlite-storage.js')).SqliteStorage,
+    openSchema: (await load('engine/schema.js')).openSchema,
+    StreamStore: (await load('engine/stream-store.js')).StreamStore,
+    StreamActor: (await load('engine/actor.js')).StreamActor,
+    defaultEngineConfig: (await load('engine/config.js')).defaultEngineConfig,
+    checkInput: (await load('core/append-input.js')).checkInput,
+  });
+}
+
+// About the event of run.mjs scenario (a): a ≈100-byte payload.
+const input = { type: 'bench/e', payload: { customer: 'c-000123', amount: 4200, currency: 'EUR', note: 'x'.repeat(40) } };
+
+async function measure(b) {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-engine-ab-'));
+  const storage = new b.SqliteStorage(join(dir, 'rivulet.db'), { durability: 'relaxed', exclusive: true });
+  try {
+    b.openSchema(storage);
+    await storage.flush();
+    let ids = 0;
+    const deps = {
+      store: new b.StreamStore(storage),
+      clock: { now: () => Date.now() },
+      random: { next: Math.random, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+      config: b.defaultEngineConfig,
+    };
+    const actors = Array.from({ length: GROUP === 1 ? 1 : 100 }, (_, i) => new b.StreamActor(null, `/bench/s-${i}`, deps));
+    let seed = 7;
+    const pick = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return actors[seed % actors.length];
+    };
+    const one = (actor) => actor.append([b.checkInput(input, 'public', 0)], 'public');
+    const step = () => (GROUP === 1 ? one(actors[0]) : Promise.all(Array.from({ length: GROUP }, () => one(pick()))));
+    for (let i = 0; i < 2000 / GROUP; i++) await step();
+    const before = process.cpuUsage();
+    for (let i = 0; i < N / GROUP; i++) await step();
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / N;
+  } finally {
+    storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const results = new Map(builds.map((b) => [b.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const b of round % 2 ? [...builds].reverse() : builds) results.get(b.name).push(await measure(b));
+}
+console.log(`${N} appends per round, ${ROUNDS} rounds, ${GROUP === 1 ? 'one stream, sequential' : `groups of ${GROUP} over 100 streams`}`);
+for (const [name, rounds] of results) {
+  const sorted = [...rounds].sort((a, b) => a - b);
+  console.log(`${name.padEnd(10)} CPU µs/append: median ${sorted[sorted.length >> 1].toFixed(1)}  (${rounds.map((x) => x.toFixed(1)).join(' ')})`);
+}
