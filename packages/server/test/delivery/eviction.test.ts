@@ -41,18 +41,21 @@ describe('eviction of source streams', () => {
   });
 
   it('a source that owes a retry stays in memory until it delivered, then may go', async () => {
-    h = await createHarness({ maxActors: 1 });
+    // A backoff long enough that the retry cannot have happened before the check below, however
+    // slow the machine (with the harness's 10 ms it sometimes had: nothing was owed any more).
+    h = await createHarness({ maxActors: 1, config: { retryBaseMs: 1_000, retryMaxMs: 1_000 } });
     let calls = 0;
     h.itx.script = () => (++calls === 1 ? unavailable() : ok());
     await h.configure('/s2', itxSub('k'));
     await h.append('/s2', x(1));
-    await waitFor(() => calls >= 1, 'the first attempt');
+    await waitFor(() => h.sub('/s2', 'k').nextAttemptAt !== null, 'the first attempt recorded as failed');
     const source = h.actor('/s2');
     // Backing off: the sender's retry timer needs this very actor.
     await h.append('/other', x(0));
+    expect(calls).toBe(1);
     expect(inMemory(source)).toBe(true);
 
-    await waitFor(() => calls >= 2, 'the retry');
+    await waitFor(() => calls >= 2, 'the retry', 5_000);
     await h.caughtUp('/s2', 'k');
     const event = h.eventsOfType('/s2', 'app/x')[0]!.offset;
     expect(h.itx.offsetsFor('k')).toEqual([[event], [event]]);
