@@ -1,7 +1,7 @@
 /**
- * A lean HTTP/1.1 client for plain-http webhook POSTs (hosts/node-outbound.ts decides where a
- * request may go; this file only carries it). It writes the request head and body to a kept-alive
- * socket in one write and parses the answer with hosts/http1-response.ts.
+ * A lean HTTP/1.1 client for webhook POSTs, over TCP or TLS (hosts/node-outbound.ts decides where
+ * a request may go; this file only carries it). It writes the request head and body to a
+ * kept-alive socket in one write and parses the answer with hosts/http1-response.ts.
  *
  * Why not node:http's ClientRequest and Agent: on this machine kind they cost about 85 µs of CPU
  * per kept-alive POST against about 25 µs for this (bench/README.md, `bench/receivers`), and a
@@ -14,14 +14,17 @@
  * (webhooks are at-least-once; this only spares a backoff for a race the receiver never saw).
  * The signal destroys the connection at whatever stage (connect, write, answer).
  */
-import { connect, type LookupFunction, type Socket } from 'node:net';
+import { connect, isIP, type LookupFunction, type Socket } from 'node:net';
+import { connect as connectTls, type ConnectionOptions as TlsOptions } from 'node:tls';
 import { ResponseParser } from './http1-response.js';
 
 export interface Http1Destination {
-  /** Connections are shared between requests of the same key. */
+  /** Connections are shared between requests of the same key (include the scheme). */
   key: string;
   host: string;
   port: number;
+  /** Over TLS (https): the server's certificate is verified for `host`. */
+  tls?: boolean;
   /** Name resolution for the connect (the vetted addresses); default node's. */
   lookup?: LookupFunction | undefined;
 }
@@ -75,12 +78,22 @@ class Connection {
     destination: Http1Destination,
     private readonly client: Http1Client,
   ) {
-    this.socket = connect({
+    const options = {
       host: destination.host,
       port: destination.port,
       noDelay: true,
       ...(destination.lookup ? { lookup: destination.lookup } : {}),
-    });
+    };
+    this.socket = destination.tls
+      ? connectTls({
+          ...client.tlsOptions,
+          ...options,
+          // Server Name Indication names a host, never an address; the certificate is checked
+          // against `host` either way (node's checkServerIdentity).
+          ...(isIP(destination.host) === 0 ? { servername: destination.host } : {}),
+          ALPNProtocols: ['http/1.1'],
+        })
+      : connect(options);
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.socket.on('end', () => this.onEnd(undefined));
     this.socket.on('error', (error) => this.onEnd(error));
@@ -173,6 +186,8 @@ class Connection {
 export interface Http1ClientOptions {
   /** How long a connection may stay idle before it is closed (default IDLE_MS). */
   idleMs?: number;
+  /** Extra TLS options for https connections (tests trust their own certificate with `ca`). */
+  tls?: Pick<TlsOptions, 'ca'>;
 }
 
 export class Http1Client {
@@ -180,9 +195,11 @@ export class Http1Client {
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly idleMs: number;
+  readonly tlsOptions: Pick<TlsOptions, 'ca'>;
 
   constructor(options: Http1ClientOptions = {}) {
     this.idleMs = options.idleMs ?? IDLE_MS;
+    this.tlsOptions = options.tls ?? {};
   }
 
   post(destination: Http1Destination, request: Http1Request): Promise<Http1Answer> {

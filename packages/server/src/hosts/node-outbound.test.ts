@@ -5,7 +5,7 @@
  */
 import { createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HookServer } from '../../test/helpers/hook-server.js';
+import { HookServer, TEST_CA } from '../../test/helpers/hook-server.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, nodeOutbound, type HostResolver, type NodeOutbound, type ResolvedAddress } from './node-outbound.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -13,8 +13,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function hookServer(host = '127.0.0.1'): Promise<HookServer> {
-  const server = await HookServer.start({ host });
+async function hookServer(host = '127.0.0.1', tls = false): Promise<HookServer> {
+  const server = await HookServer.start({ host, tls });
   cleanups.push(() => server.stop());
   return server;
 }
@@ -99,6 +99,41 @@ describe('private destinations allowed', () => {
     const message = await failure(outbound({ allowPrivate: true }).post(server.url(), post()));
     expect(message).toContain(`cannot reach http://127.0.0.1:${server.port}`);
     expect(message).toContain('ECONNREFUSED');
+  });
+});
+
+describe('https', () => {
+  it('POSTs over TLS on a kept-alive connection, verifying the certificate for the address', async () => {
+    const server = await hookServer('127.0.0.1', true);
+    server.script = () => ({ status: 201, body: 'created' });
+    const http = outbound({ allowPrivate: true, trustedCa: TEST_CA });
+    for (let i = 0; i < 3; i++) {
+      expect(await http.post(server.url('/in?a=1'), post())).toEqual({ status: 201, statusText: 'Created', body: 'created' });
+    }
+    expect(server.connections).toBe(1);
+    expect([server.requests[0]!.path, server.requests[0]!.body]).toEqual(['/in?a=1', '{"n":1}']);
+  });
+
+  it('verifies the certificate for the host name, connecting to the vetted address', async () => {
+    const server = await hookServer('127.0.0.1', true);
+    const resolve = resolver(() => [v4('127.0.0.1')]);
+    const http = outbound({ allowPrivate: false, resolve, refuses: () => false, trustedCa: TEST_CA });
+    expect((await http.post(server.url('/hook', 'hooks.rivulet.test'), post())).status).toBe(204);
+    expect(server.requests[0]!.headers.host).toBe(`hooks.rivulet.test:${server.port}`);
+    // A name the certificate does not carry is refused by the TLS check: nothing is sent.
+    const other = resolver(() => [v4('127.0.0.1')]);
+    const strict = outbound({ allowPrivate: false, resolve: other, refuses: () => false, trustedCa: TEST_CA });
+    const message = await failure(strict.post(server.url('/hook', 'elsewhere.rivulet.test'), post()));
+    expect(message).toContain(`cannot reach https://elsewhere.rivulet.test:${server.port}: ERR_TLS_CERT_ALTNAME_INVALID`);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('an untrusted certificate is not an answer: nothing is sent', async () => {
+    const server = await hookServer('127.0.0.1', true);
+    const message = await failure(outbound({ allowPrivate: true }).post(server.url(), post()));
+    expect(message).toContain(`cannot reach https://127.0.0.1:${server.port}:`);
+    expect(message).toMatch(/SELF_SIGNED|self[- ]signed/i);
+    expect(server.requests).toHaveLength(0);
   });
 });
 

@@ -12,13 +12,12 @@
  * - At most `maxResponseBytes` of a response body are read; past that the socket is destroyed.
  * - The caller's signal destroys the request, whatever stage it is in (DNS, connect, body).
  *
- * Sockets are kept alive per instance, and close() ends them. Plain-http requests go through the
- * lean client of hosts/http1-client.ts (most of a webhook delivery's cost was node:http's client);
- * https through node:https with its own agent. A webhook URL is parsed once (a small cache of the
- * URLs in use); the destination is still vetted on every request.
+ * Requests go through the lean HTTP/1.1 client of hosts/http1-client.ts, over TCP or TLS (most of
+ * a webhook delivery's cost was node:http's client); its sockets are kept alive per instance, and
+ * close() ends them. A webhook URL is parsed once (a small cache of the URLs in use); the
+ * destination is still vetted on every request.
  */
-import { STATUS_CODES, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { STATUS_CODES } from 'node:http';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { isPrivateAddress, isPrivateHost } from '../core/private-address.js';
@@ -43,6 +42,8 @@ export interface NodeOutboundOptions {
   resolve?: HostResolver;
   /** Which resolved addresses are refused (tests; default: isPrivateAddress). */
   refuses?: (address: string) => boolean;
+  /** Certificates trusted for https besides the system's (tests with their own certificate). */
+  trustedCa?: string;
 }
 
 export interface NodeOutbound extends OutboundHttp {
@@ -55,16 +56,18 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 /** Parsed URLs kept at most (one per webhook URL in use; the oldest is dropped first). */
 const URL_CACHE = 256;
 
-/** A URL checked for its scheme, with the request options that follow from it alone. */
+/** A URL checked for its scheme, with what follows from it alone. */
 interface Target {
   url: URL;
   https: boolean;
   /** Whether the host is a public address literal: node connects to exactly it, nothing to resolve. */
   literal: boolean;
-  options: RequestOptions;
-  /** For http: the request line, Host and Authorization fields, ready to write. */
+  /** The host without IPv6 brackets, and the port. */
+  host: string;
+  port: number;
+  /** The request line, Host and Authorization fields, ready to write. */
   head: string;
-  /** For http: connections to this host and port are shared. */
+  /** Connections to this scheme, host and port are shared. */
   key: string;
 }
 
@@ -123,8 +126,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const resolve = options.resolve ?? systemResolver;
   const refuses = options.refuses ?? isPrivateAddress;
-  const httpsAgent = new HttpsAgent({ keepAlive: true });
-  const http1 = new Http1Client();
+  const http1 = new Http1Client(options.trustedCa !== undefined ? { tls: { ca: options.trustedCa } } : {});
 
   const targets = new Map<string, Target>();
 
@@ -149,18 +151,12 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       url,
       https,
       literal: isIP(bare) !== 0,
-      options: {
-        method: 'POST',
-        hostname: bare,
-        port,
-        path,
-        ...(https ? { agent: httpsAgent } : {}),
-        ...(auth !== undefined ? { auth } : {}),
-      },
+      host: bare,
+      port,
       head:
         `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n` +
         (auth !== undefined ? `authorization: Basic ${Buffer.from(auth).toString('base64')}\r\n` : ''),
-      key: `${bare}:${port}`,
+      key: `${url.protocol}//${bare}:${port}`,
     };
     if (targets.size >= URL_CACHE) targets.delete(targets.keys().next().value as string);
     targets.set(raw, cached);
@@ -195,8 +191,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     return pinnedLookup(addresses);
   }
 
-  /** A plain-http POST on the lean client. */
-  function sendHttp(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
+  function send(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
     const where = t.url.origin;
     let head: string;
     try {
@@ -205,7 +200,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       return Promise.reject(new Error(`cannot send to ${where}: ${describe(error)}`));
     }
     return http1
-      .post({ key: t.key, host: t.options.hostname!, port: t.options.port as number, lookup }, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
+      .post({ key: t.key, host: t.host, port: t.port, tls: t.https, lookup }, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
       .then(
         (answer) => ({ status: answer.status, statusText: answer.statusText || STATUS_CODES[answer.status] || '', body: answer.body }),
         (error: unknown) => {
@@ -214,65 +209,6 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
           throw new Error(`cannot reach ${where}: ${describe(error)}`);
         },
       );
-  }
-
-  /** An https POST on node:https. */
-  function send(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
-    if (!t.https) return sendHttp(t, post, lookup);
-    const requestOptions: RequestOptions = {
-      ...t.options,
-      headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
-      ...(lookup ? { lookup } : {}),
-    };
-    const where = t.url.origin;
-    return new Promise<OutboundAnswer>((resolvePromise, reject) => {
-      let request: ClientRequest;
-      let done = false;
-      const finish = (outcome: () => void) => {
-        if (done) return;
-        done = true;
-        post.signal.removeEventListener('abort', onAbort);
-        outcome();
-      };
-      const onAbort = () => {
-        finish(() => reject(abortError(post.signal)));
-        request.destroy();
-      };
-      try {
-        request = httpsRequest(requestOptions);
-      } catch (error) {
-        reject(new Error(`cannot send to ${where}: ${describe(error)}`));
-        return;
-      }
-      post.signal.addEventListener('abort', onAbort, { once: true });
-      request.on('error', (error) => finish(() => reject(new Error(`cannot reach ${where}: ${describe(error)}`))));
-      request.on('response', (response: IncomingMessage) => {
-        const status = response.statusCode ?? 0;
-        const statusText = response.statusMessage || STATUS_CODES[status] || '';
-        const chunks: Buffer[] = [];
-        let kept = 0;
-        const answer = () => ({ status, statusText, body: Buffer.concat(chunks).toString('utf8') });
-        response.on('data', (chunk: Buffer) => {
-          const room = maxBytes - kept;
-          if (room > 0) {
-            const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-            chunks.push(part);
-            kept += part.length;
-          }
-          if (chunk.length > room) {
-            // The cap is reached: the status is the answer; nothing more of the body is read.
-            finish(() => resolvePromise(answer()));
-            response.destroy();
-            request.destroy();
-          }
-        });
-        response.on('end', () => finish(() => resolvePromise(answer())));
-        // The status arrived; a body cut short by the peer does not change the answer.
-        response.on('error', () => finish(() => resolvePromise(answer())));
-        response.on('close', () => finish(() => resolvePromise(answer())));
-      });
-      request.end(post.body);
-    });
   }
 
   return {
@@ -295,7 +231,6 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     },
     close() {
       http1.close();
-      httpsAgent.destroy();
     },
   };
 }

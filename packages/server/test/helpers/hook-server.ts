@@ -5,7 +5,9 @@
  * stop() closes the port and destroys every connection, so the address then refuses connections
  * (an outage); restart() listens on the same address and port again.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { WebhookEnvelope } from '@rivulet/client';
 
@@ -26,6 +28,11 @@ export type HookAnswer =
 
 export type HookScript = (request: HookRequest, index: number) => HookAnswer;
 
+const TLS_DIR = new URL('../fixtures/tls/', import.meta.url);
+/** The test certificate (self-signed, so also the CA to trust) and its key. */
+export const TEST_CA = readFileSync(new URL('cert.pem', TLS_DIR), 'utf8');
+const TEST_KEY = readFileSync(new URL('key.pem', TLS_DIR), 'utf8');
+
 export class HookServer {
   readonly requests: HookRequest[] = [];
   /** TCP connections accepted so far (a refused destination must never add one). */
@@ -37,10 +44,12 @@ export class HookServer {
   private constructor(
     readonly host: string,
     public port: number,
+    private readonly tls: boolean,
   ) {}
 
-  static async start(options: { host?: string; port?: number } = {}): Promise<HookServer> {
-    const hooks = new HookServer(options.host ?? '127.0.0.1', options.port ?? 0);
+  /** With `tls`, serves https with the test certificate (test/fixtures/tls, TEST_CA trusts it). */
+  static async start(options: { host?: string; port?: number; tls?: boolean } = {}): Promise<HookServer> {
+    const hooks = new HookServer(options.host ?? '127.0.0.1', options.port ?? 0, options.tls ?? false);
     await hooks.listen();
     return hooks;
   }
@@ -48,7 +57,7 @@ export class HookServer {
   /** The URL of `path` on this receiver (by address, or under another host name). */
   url(path = '/hook', hostName?: string): string {
     const host = hostName ?? (this.host.includes(':') ? `[${this.host}]` : this.host);
-    return `http://${host}:${this.port}${path}`;
+    return `${this.tls ? 'https' : 'http'}://${host}:${this.port}${path}`;
   }
 
   /** Connections open right now. */
@@ -70,8 +79,10 @@ export class HookServer {
   }
 
   private listen(): Promise<void> {
-    const server = createServer((req, res) => this.handle(req, res));
-    server.on('connection', (socket) => {
+    const server: Server = this.tls
+      ? createHttpsServer({ key: TEST_KEY, cert: TEST_CA }, (req, res) => this.handle(req, res))
+      : createServer((req, res) => this.handle(req, res));
+    server.on('connection', (socket: Socket) => {
       this.connections++;
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
