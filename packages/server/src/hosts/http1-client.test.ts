@@ -158,11 +158,14 @@ describe('connections that end without an answer', () => {
       if (index === 1) socket.destroy();
       else socket.write(NO_CONTENT);
     });
-    const c = client();
+    let opened = 0;
+    let resent = 0;
+    const c = client({ onConnection: () => opened++, onResend: () => resent++ });
     expect((await c.post(to(s.port), request('first'))).status).toBe(204);
     expect((await c.post(to(s.port), request('second'))).status).toBe(204);
     expect(s.requests.map((r) => r.slice(-6))).toEqual(['\nfirst', 'second', 'second']);
     expect(s.connections()).toBe(2);
+    expect([opened, resent]).toEqual([2, 1]);
   });
 
   it('a new connection dropped without an answer rejects (no second attempt)', async () => {

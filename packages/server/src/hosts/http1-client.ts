@@ -188,6 +188,10 @@ export interface Http1ClientOptions {
   idleMs?: number;
   /** Extra TLS options for https connections (tests trust their own certificate with `ca`). */
   tls?: Pick<TlsOptions, 'ca'>;
+  /** Told of every new connection (metrics). */
+  onConnection?: (tls: boolean) => void;
+  /** Told when a request is sent again because its kept-alive connection was found closed (metrics). */
+  onResend?: () => void;
 }
 
 export class Http1Client {
@@ -197,7 +201,7 @@ export class Http1Client {
   private readonly idleMs: number;
   readonly tlsOptions: Pick<TlsOptions, 'ca'>;
 
-  constructor(options: Http1ClientOptions = {}) {
+  constructor(private readonly options: Http1ClientOptions = {}) {
     this.idleMs = options.idleMs ?? IDLE_MS;
     this.tlsOptions = options.tls ?? {};
   }
@@ -206,8 +210,17 @@ export class Http1Client {
     if (request.signal.aborted) return Promise.reject(abortError(request.signal));
     if (this.closed) return Promise.reject(new Error('the webhook client is closed'));
     const kept = this.take(destination.key);
-    const fresh = () => (this.closed ? Promise.reject(new Error('the webhook client is closed')) : new Connection(destination.key, destination, this).send(request));
-    return kept ? kept.send(request, fresh) : fresh();
+    if (!kept) return this.connect(destination).send(request);
+    return kept.send(request, () => {
+      if (this.closed) return Promise.reject(new Error('the webhook client is closed'));
+      this.options.onResend?.();
+      return this.connect(destination).send(request);
+    });
+  }
+
+  private connect(destination: Http1Destination): Connection {
+    this.options.onConnection?.(destination.tls === true);
+    return new Connection(destination.key, destination, this);
   }
 
   /** Idle connections kept right now (tests). */

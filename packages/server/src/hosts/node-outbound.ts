@@ -44,6 +44,9 @@ export interface NodeOutboundOptions {
   refuses?: (address: string) => boolean;
   /** Certificates trusted for https besides the system's (tests with their own certificate). */
   trustedCa?: string;
+  /** Told of every new connection and of every request sent again after a stale one (metrics). */
+  onConnection?: (scheme: 'http' | 'https') => void;
+  onResend?: () => void;
 }
 
 export interface NodeOutbound extends OutboundHttp {
@@ -126,7 +129,12 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const resolve = options.resolve ?? systemResolver;
   const refuses = options.refuses ?? isPrivateAddress;
-  const http1 = new Http1Client(options.trustedCa !== undefined ? { tls: { ca: options.trustedCa } } : {});
+  const onConnection = options.onConnection;
+  const http1 = new Http1Client({
+    ...(options.trustedCa !== undefined ? { tls: { ca: options.trustedCa } } : {}),
+    ...(onConnection ? { onConnection: (tls: boolean) => onConnection(tls ? 'https' : 'http') } : {}),
+    ...(options.onResend ? { onResend: options.onResend } : {}),
+  });
 
   const targets = new Map<string, Target>();
 

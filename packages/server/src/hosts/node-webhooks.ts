@@ -8,6 +8,7 @@ import { webhookSecretKey } from '../core/webhook-signature.js';
 import { webhookReceiver } from '../engine/delivery/webhook-receiver.js';
 import type { Receiver } from '../engine/delivery/receiver.js';
 import type { Clock } from '../ports/clock.js';
+import type { MetricsRegistry } from '../engine/metrics.js';
 import { nodeOutbound, type HostResolver } from './node-outbound.js';
 
 export interface NodeWebhookOptions {
@@ -16,6 +17,8 @@ export interface NodeWebhookOptions {
   allowPrivate: boolean;
   clock: Clock;
   resolve?: HostResolver | undefined;
+  /** Where connection counters go (the Node host's /metrics). */
+  metrics?: MetricsRegistry;
 }
 
 export interface NodeWebhooks {
@@ -24,7 +27,17 @@ export interface NodeWebhooks {
 }
 
 export function nodeWebhooks(options: NodeWebhookOptions): NodeWebhooks {
-  const http = nodeOutbound({ allowPrivate: options.allowPrivate, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const connections = options.metrics?.counter('rivulet_webhook_connections_total', 'Connections opened to webhook receivers, by scheme');
+  const resent = options.metrics?.counter(
+    'rivulet_webhook_resent_total',
+    'Webhook requests sent again on a new connection because their kept-alive one was found closed',
+  );
+  const http = nodeOutbound({
+    allowPrivate: options.allowPrivate,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(connections ? { onConnection: (scheme: 'http' | 'https') => connections.inc({ scheme }) } : {}),
+    ...(resent ? { onResend: () => resent.inc() } : {}),
+  });
   const key = Buffer.from(webhookSecretKey(options.secret));
   // The same signature as the engine's WebCrypto default (tests check both against the
   // standardwebhooks package), without a thread-pool round trip per delivery.

@@ -148,7 +148,13 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     processors,
     sessions: new SessionClosers(),
   };
-  const webhooks = nodeWebhooks({ secret: webhookSecret, allowPrivate: config.allowPrivateWebhooks, clock, resolve: options.webhookResolver });
+  const webhooks = nodeWebhooks({
+    secret: webhookSecret,
+    allowPrivate: config.allowPrivateWebhooks,
+    clock,
+    resolve: options.webhookResolver,
+    metrics: metrics.registry,
+  });
   const delivery = new DeliveryEngine({
     clock,
     random,

@@ -99,6 +99,13 @@ describe('S36 one signed envelope per event', () => {
       configuredEvent: cfg,
       event: delivered[2],
     });
+    // The Node host's client keeps its connection between POSTs (and retries): /metrics counts them.
+    if (TEST_HOST === 'node') {
+      const metrics = await scrape(server.api);
+      expect(hooks.connections).toBe(1);
+      expect(sampleOf(metrics, 'rivulet_webhook_connections_total', { scheme: 'http' })).toBe(1);
+      expect(sampleOf(metrics, 'rivulet_webhook_resent_total') ?? 0).toBe(0);
+    }
   });
 });
 
