@@ -139,6 +139,20 @@ describe('keep-alive', () => {
     expect(c.idleCount()).toBe(0);
   });
 
+  it('a connection is not used within a second of the idle timeout the server announced', async () => {
+    // timeout=1: the connection is already within the margin when the answer is done.
+    const short = await rawServer((socket) => socket.write('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=1\r\n\r\n'));
+    const c = client();
+    await c.post(to(short.port), request());
+    await c.post(to(short.port), request());
+    expect(short.connections()).toBe(2);
+    // timeout=3: two seconds to spare, so the next request goes on the same connection.
+    const long = await rawServer((socket) => socket.write('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=3\r\n\r\n'));
+    await c.post(to(long.port), request());
+    await c.post(to(long.port), request());
+    expect(long.connections()).toBe(1);
+  });
+
   it('a server that talks while nothing was asked loses the connection', async () => {
     const s = await rawServer((socket) => {
       socket.write(NO_CONTENT);

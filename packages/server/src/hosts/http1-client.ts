@@ -46,6 +46,8 @@ export interface Http1Answer {
 }
 
 export const IDLE_MS = 30_000;
+/** How long before a server's announced keep-alive timeout a connection is no longer used. */
+export const KEEP_ALIVE_MARGIN_MS = 1_000;
 export const MAX_IDLE_PER_KEY = 32;
 
 export function abortError(signal: AbortSignal): Error {
@@ -72,6 +74,8 @@ class Connection {
   private used = false;
   private closed = false;
   idleSince = 0;
+  /** When the server said it would close this connection if still idle (Keep-Alive: timeout). */
+  idleUntil = Number.POSITIVE_INFINITY;
 
   constructor(
     readonly key: string,
@@ -148,6 +152,9 @@ class Connection {
     this.active = undefined;
     active.signal.removeEventListener('abort', active.onAbort);
     const { parser } = active;
+    // Stop offering the connection a little before the server's announced idle timeout: a request
+    // written as it closes would only have to be sent again.
+    this.idleUntil = parser.keepAliveMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + parser.keepAliveMs - KEEP_ALIVE_MARGIN_MS;
     active.resolve({ status: parser.status, statusText: parser.statusText, body: parser.body() });
     // An answer that came before the whole request was handed to the system (a server refusing
     // early) leaves the connection mid-request: it is not used again.
@@ -179,7 +186,7 @@ class Connection {
   }
 
   get usable(): boolean {
-    return !this.closed && !this.socket.destroyed;
+    return !this.closed && !this.socket.destroyed && Date.now() < this.idleUntil;
   }
 }
 
@@ -249,6 +256,7 @@ export class Http1Client {
         if (list.length === 0) this.idle.delete(key);
         return connection;
       }
+      connection.destroy();
     }
     this.idle.delete(key);
     return undefined;

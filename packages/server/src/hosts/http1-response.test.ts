@@ -84,6 +84,14 @@ describe('framing', () => {
     expect(parse('HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\n\r\n').parser.reusable).toBe(true);
   });
 
+  it('reads the idle timeout a server announces with Keep-Alive', () => {
+    expect(parse('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=5, max=100\r\n\r\n').parser.keepAliveMs).toBe(5000);
+    expect(parse('HTTP/1.1 204 No Content\r\nKeep-Alive: max=3;timeout = 2\r\n\r\n').parser.keepAliveMs).toBe(2000);
+    expect(parse('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=soon\r\n\r\n').parser.keepAliveMs).toBeUndefined();
+    expect(parse('HTTP/1.1 204 No Content\r\nKeep-Alive: mytimeout=5\r\n\r\n').parser.keepAliveMs).toBeUndefined();
+    expect(parse('HTTP/1.1 204 No Content\r\n\r\n').parser.keepAliveMs).toBeUndefined();
+  });
+
   it('bytes beyond the answer make the connection not reusable', () => {
     const { result, parser } = parse('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n');
     expect([result, parser.reusable]).toEqual(['done', false]);

@@ -29,6 +29,7 @@ const HEAD_END = Buffer.from('\r\n\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: (.*))?$/;
 const HEX = /^[0-9a-fA-F]{1,15}$/;
 const DIGITS = /^\d{1,15}$/;
+const KEEP_ALIVE_TIMEOUT = /(?:^|[,;\s])timeout\s*=\s*(\d{1,9})(?:$|[,;\s])/;
 
 export class ResponseParser {
   status = 0;
@@ -37,6 +38,8 @@ export class ResponseParser {
   reusable = false;
   /** Whether any byte of a response arrived (a kept-alive connection closed before that is stale). */
   started = false;
+  /** The idle time the server announced it keeps the connection (`Keep-Alive: timeout=N`), in ms. */
+  keepAliveMs: number | undefined;
   private phase: Phase = 'head';
   private pending: Buffer | undefined;
   /** Bytes of the body still owed: of the whole body (length) or of the current chunk. */
@@ -185,8 +188,13 @@ export class ResponseParser {
         throw new ResponseParseError(`invalid header line "${line.slice(0, 60)}"`);
       }
       const name = line.slice(0, colon).toLowerCase();
-      if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'connection') continue;
+      if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'connection' && name !== 'keep-alive') continue;
       const value = line.slice(colon + 1).trim().toLowerCase();
+      if (name === 'keep-alive') {
+        const timeout = KEEP_ALIVE_TIMEOUT.exec(value);
+        if (timeout) this.keepAliveMs = Number(timeout[1]) * 1000;
+        continue;
+      }
       if (name === 'content-length') {
         // A repeated field is allowed only with one value (RFC 9110 §8.6), also as a list.
         for (const item of value.split(',')) {
