@@ -146,8 +146,8 @@ describe('keep-alive', () => {
     await c.post(to(short.port), request());
     await c.post(to(short.port), request());
     expect(short.connections()).toBe(2);
-    // timeout=3: two seconds to spare, so the next request goes on the same connection.
-    const long = await rawServer((socket) => socket.write('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=3\r\n\r\n'));
+    // timeout=30: plenty to spare, so the next request goes on the same connection.
+    const long = await rawServer((socket) => socket.write('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=30\r\n\r\n'));
     await c.post(to(long.port), request());
     await c.post(to(long.port), request());
     expect(long.connections()).toBe(1);
