@@ -17,7 +17,7 @@ export interface StreamRow {
   head: number;
   event_count: number;
   max_offset: number;
-  /** The head stored in the streams row; `head` may be ahead of it (see `checkpointBehind`). */
+  /** The head stored in the streams row (the checkpoint); `head` may be ahead of it (see `find`). */
   checkpoint: number;
   /** Core state JSON; its eventCount and maxOffset may lag: the fields above hold them (stateOf). */
   state: string;
