@@ -70,8 +70,25 @@ describe('rivulet read', () => {
     expect(run.stderr).toBe('rivulet read: INVALID_INPUT query.limit: limit must be at most 500');
   });
 
+  it('--last N prints the last N matching events, like tail -n', async () => {
+    expect(offsetsOf((await rivulet(t.url, ['read', '/r', '--last', '3'])).out)).toEqual([9, 10, 11]);
+    expect(offsetsOf((await rivulet(t.url, ['read', '/r', '--last', '2', '--types', 'a'])).out)).toEqual([8, 10]);
+    expect(offsetsOf((await rivulet(t.url, ['read', '/r', '--last', '2', '--ephemeral'])).out)).toEqual([11, 12]);
+    expect(offsetsOf((await rivulet(t.url, ['read', '/r', '--last', '2', '--before', '5'])).out)).toEqual([3, 4]);
+    expect(offsetsOf((await rivulet(t.url, ['read', '/r', '--last', '10000'])).out)).toEqual(range(1, 11));
+    const json = JSON.parse((await rivulet(t.url, ['read', '/r', '--last', '1', '--json'])).stdout) as { streamMaxOffset: number; events: { offset: number }[] };
+    expect(json).toMatchObject({ streamMaxOffset: 12, events: [{ offset: 11 }] });
+    const missing = await rivulet(t.url, ['read', '/nothing', '--last', '5']);
+    expect([missing.code, missing.stdout, missing.stderr]).toEqual([0, '', 'stream /nothing does not exist']);
+  });
+
   describe('usage errors (exit 2)', () => {
     const cases: [string[], string][] = [
+      [['/r', '--last', '0'], '--last must be at least 1, got "0"'],
+      [['/r', '--last', '10001'], '--last must be at most 10000, got "10001"'],
+      [['/r', '--last', '3', '--all'], '--last reads back from the head: it does not go with --all'],
+      [['/r', '--last', '3', '--after', '2'], '--last reads back from the head: it does not go with --after'],
+      [['/r', '--last', '3', '--limit', '2'], '--last reads back from the head: it does not go with --limit'],
       [['/r', '--after', 'ten'], '--after must be a whole number, got "ten"'],
       [['/r', '--before', '0'], '--before must be at least 1, got "0"'],
       [['/r', '--limit', '0'], '--limit must be at least 1, got "0"'],

@@ -51,6 +51,16 @@ export interface ReadOptions extends CallOptions {
   includeEphemeral?: boolean | undefined;
 }
 
+export interface LatestOptions extends CallOptions {
+  /** Only events before this offset (exclusive); default: up to the head. */
+  beforeOffset?: number | undefined;
+  eventTypes?: readonly string[] | undefined;
+  includeEphemeral?: boolean | undefined;
+}
+
+/** The most events `latest` answers at once. */
+export const LATEST_MAX = 10_000;
+
 export interface ListOptions extends CallOptions {
   /** Only streams at or below this path. */
   prefix?: string | undefined;
@@ -82,6 +92,12 @@ export interface RivuletClient {
   readPages(path: string, options?: ReadOptions): AsyncIterable<ReadResponse>;
   /** Every event from `afterOffset` to the head (or `beforeOffset`), fetched page by page. */
   readAll(path: string, options?: ReadOptions): AsyncIterable<CommittedEvent>;
+  /**
+   * The last `count` (1–LATEST_MAX) events that match, in offset order, like `tail -n`: read
+   * backwards from the head (or `beforeOffset`) in growing windows until enough matched or the
+   * start is reached. `streamMaxOffset` is the head when the read began.
+   */
+  latest(path: string, count: number, options?: LatestOptions): Promise<ReadResponse>;
   /** Durable replay, then live events, over SSE, reconnecting as needed (tail.ts). */
   tail(path: string, options?: TailOptions): AsyncIterable<CommittedEvent>;
   state(path: string, options?: CallOptions): Promise<StreamStateResponse>;
@@ -183,6 +199,38 @@ export function createClient(options: ClientOptions): RivuletClient {
     for await (const page of readPages(path, o)) yield* page.events;
   }
 
+  async function latest(path: string, count: number, o: LatestOptions = {}): Promise<ReadResponse> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > LATEST_MAX) {
+      throw new RivuletError('INVALID_INPUT', `the number of latest events must be an integer from 1 to ${LATEST_MAX}, got ${String(count)}`);
+    }
+    if (o.beforeOffset !== undefined && (!Number.isSafeInteger(o.beforeOffset) || o.beforeOffset < 1)) {
+      throw new RivuletError('INVALID_INPUT', `beforeOffset must be a positive integer, got ${String(o.beforeOffset)}`);
+    }
+    const filters = { eventTypes: o.eventTypes, includeEphemeral: o.includeEphemeral, signal: o.signal };
+    const first = await getEvents(path, { ...filters, limit: 1 });
+    const { streamId, streamMaxOffset } = first;
+    if (streamId === null) return first;
+    // Windows (lower, top] from the newest down, each twice as wide as the last: a sparse filter
+    // costs a few more reads, never a read of the whole stream at once.
+    let top = Math.min(streamMaxOffset, (o.beforeOffset ?? Number.POSITIVE_INFINITY) - 1);
+    let span = count;
+    let found: CommittedEvent[] = [];
+    while (top > 0 && found.length < count) {
+      const lower = Math.max(0, top - span);
+      const window: CommittedEvent[] = [];
+      for await (const page of readPages(path, { ...filters, afterOffset: lower, beforeOffset: top + 1 })) {
+        if (page.streamId !== streamId) {
+          throw new RivuletError('CONFLICT', `stream ${path} was destroyed while it was being read`, { streamId, newStreamId: page.streamId });
+        }
+        window.push(...page.events);
+      }
+      found = [...window, ...found];
+      top = lower;
+      span *= 2;
+    }
+    return { streamId, streamMaxOffset, events: found.slice(-count) };
+  }
+
   const list = (o: ListOptions = {}) =>
     http.json<ListResponse>(
       'GET',
@@ -214,6 +262,7 @@ export function createClient(options: ClientOptions): RivuletClient {
     getEvents,
     readPages,
     readAll,
+    latest,
     async *tail(path, o = {}) {
       const url = streamUrl(base, path, { query: { live: 'sse', afterOffset: o.afterOffset, eventTypes: o.eventTypes } });
       yield* tailEvents(http, url, o);

@@ -18,6 +18,8 @@ export {
   type CallOptions,
   type ClientOptions,
   type DestroyResponse,
+  LATEST_MAX,
+  type LatestOptions,
   type ListOptions,
   type ReadOptions,
   type RivuletClient,

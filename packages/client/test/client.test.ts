@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createClient, RivuletError, type RivuletClient } from '@rivulet/client';
+import { createClient, LATEST_MAX, RivuletError, type RivuletClient } from '@rivulet/client';
 import { startTestServer, type TestServer } from './harness.js';
 
 const CREATED = 'events.iterate.com/stream/created';
@@ -116,6 +116,54 @@ describe('getEvents and paging', () => {
     const error = await rejection(client.getEvents('/p', { limit: 501 }));
     expect(error.code).toBe('INVALID_INPUT');
     expect(error.message).toContain('limit must be at most 500');
+  });
+});
+
+describe('latest', () => {
+  it('answers the last N events in offset order, and every event when the stream has fewer', async () => {
+    await client.append('/l', Array.from({ length: 30 }, (_, i) => ({ type: 'n', payload: { i } })));
+    const last = await client.latest('/l', 5);
+    expect(last.events.map((e) => e.offset)).toEqual([27, 28, 29, 30, 31]);
+    expect(last.streamMaxOffset).toBe(31);
+    expect(last.streamId).toBe((await client.getEvents('/l', { limit: 1 })).streamId);
+    expect((await client.latest('/l', 1)).events.map((e) => e.offset)).toEqual([31]);
+    const all = await client.latest('/l', 100);
+    expect(all.events.map((e) => e.offset)).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
+  });
+
+  it('reads back in growing windows until a sparse filter matched enough, across pages of 500', async () => {
+    const events = Array.from({ length: 1200 }, (_, i) => ({ type: i % 300 === 0 ? 'rare' : 'common' }));
+    const appended = await client.append('/sparse', events);
+    const rare = appended.filter((e) => e.type === 'rare').map((e) => e.offset);
+    expect((await client.latest('/sparse', 3, { eventTypes: ['rare'] })).events.map((e) => e.offset)).toEqual(rare.slice(-3));
+    expect((await client.latest('/sparse', 10, { eventTypes: ['rare'] })).events.map((e) => e.offset)).toEqual(rare);
+    // More than a page: 600 events ending before offset 1000.
+    const before = await client.latest('/sparse', 600, { beforeOffset: 1000, eventTypes: ['common'] });
+    expect(before.events).toHaveLength(600);
+    expect(before.events.at(-1)!.offset).toBe(999);
+    expect(before.events.every((e, i) => i === 0 || e.offset > before.events[i - 1]!.offset)).toBe(true);
+  });
+
+  it('leaves ephemeral events out unless asked', async () => {
+    await client.append('/eph', [{ type: 'kept' }, { type: 'passing', ephemeral: true }]);
+    expect((await client.latest('/eph', 1)).events.map((e) => e.type)).toEqual(['kept']);
+    expect((await client.latest('/eph', 1, { includeEphemeral: true })).events.map((e) => e.type)).toEqual(['passing']);
+  });
+
+  it('a missing stream is empty and not created', async () => {
+    expect(await client.latest('/nothing', 3)).toEqual({ streamId: null, streamMaxOffset: 0, events: [] });
+    expect((await client.state('/nothing')).core).toBeNull();
+  });
+
+  it(`refuses a count outside 1–${LATEST_MAX} and a bad beforeOffset before sending anything`, async () => {
+    for (const count of [0, LATEST_MAX + 1, 1.5, Number.NaN]) {
+      const error = await rejection(client.latest('/l', count));
+      expect(error.code).toBe('INVALID_INPUT');
+      expect(error.message).toBe(`the number of latest events must be an integer from 1 to ${LATEST_MAX}, got ${String(count)}`);
+    }
+    expect((await rejection(client.latest('/l', 1, { beforeOffset: 0 }))).message).toBe('beforeOffset must be a positive integer, got 0');
+    await client.append('/max', { type: 'x' });
+    expect((await client.latest('/max', LATEST_MAX)).events).toHaveLength(2);
   });
 });
 

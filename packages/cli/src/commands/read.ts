@@ -1,10 +1,10 @@
 /**
- * `rivulet read`: one page of committed events, or with --all every page up to the head
- * (API.md §3 GET /v1/streams/{path}). Human output streams page by page; --json prints one
+ * `rivulet read`: one page of committed events, with --all every page up to the head, or with
+ * --last N the last N (API.md §3 GET /v1/streams/{path}; the SDK's latest). Human output streams page by page; --json prints one
  * document shaped like the HTTP answer (with --all: every event, the head of the last page).
  */
-import type { ReadOptions, ReadResponse } from '@rivulet/client';
-import { intOption, parse, type Command } from '../command.js';
+import { LATEST_MAX, type ReadOptions, type ReadResponse } from '@rivulet/client';
+import { intOption, parse, UsageError, type Command } from '../command.js';
 import { eventLines } from './format.js';
 import {
   clientFrom,
@@ -17,6 +17,7 @@ import {
 } from './remote.js';
 
 const usage = `Usage: rivulet read PATH [--after N] [--before N] [--limit N] [--types a,b] [--ephemeral] [--all]
+       rivulet read PATH --last N [--before N] [--types a,b] [--ephemeral]
 
 Prints committed events of the stream at PATH as "offset  time  type  payload" lines. A stream that
 does not exist reads as empty (and is not created).
@@ -28,6 +29,8 @@ Options:
   --types a,b      only these event types
   --ephemeral      include ephemeral events still retained
   --all            read page after page up to the head instead of one page
+  --last N         the last N matching events (1–${LATEST_MAX}), like tail -n; not with --after,
+                   --limit or --all
 
 ${connectionUsage}`;
 
@@ -44,6 +47,7 @@ export const readCommand: Command = {
       types: { type: 'string' },
       ephemeral: { type: 'boolean' },
       all: { type: 'boolean' },
+      last: { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -57,7 +61,26 @@ export const readCommand: Command = {
       eventTypes: typesOption(values.types),
       includeEphemeral: values.ephemeral === true,
     };
+    const last = values.last === undefined ? undefined : intOption('--last', values.last, 0, 1);
+    if (last !== undefined) {
+      if (last > LATEST_MAX) throw new UsageError(`--last must be at most ${LATEST_MAX}, got "${values.last}"`);
+      const clash = (['after', 'limit', 'all'] as const).find((name) => values[name] !== undefined);
+      if (clash) throw new UsageError(`--last reads back from the head: it does not go with --${clash}`);
+    }
     const client = clientFrom(values, io.env);
+    if (last !== undefined) {
+      return reportErrors('read', io, async () => {
+        const document = await client.latest(path, last, {
+          beforeOffset: options.beforeOffset,
+          eventTypes: options.eventTypes,
+          includeEphemeral: options.includeEphemeral,
+        });
+        if (values.json) io.out(JSON.stringify(document));
+        else if (document.events.length > 0) io.out(eventLines(document.events).join('\n'));
+        else io.err(document.streamId === null ? `stream ${path} does not exist` : 'no events');
+        return 0;
+      });
+    }
     return reportErrors('read', io, async () => {
       const pages = values.all ? client.readPages(path, options) : [await client.getEvents(path, options)];
       let document: ReadResponse | undefined;
