@@ -9,7 +9,8 @@
  * itx-call: a source holding N events gets an itx-call subscription from the beginning; a worker
  * process (the SDK's serveWorker) records each batch. Throughput = N / (last batch received −
  * configure acknowledged). Baseline: the same batches (same sizes) sent with bare capnweb calls,
- * one after another, from this process to the same handler in a plain capnweb server process.
+ * one after another, to the same handler in a plain capnweb server process, from a caller process
+ * started with each round (bare-itx.mjs), as cold as the server.
  * Latency: events appended one at a time afterwards, worker receive time − event createdAt.
  *
  * webhook-post: the same source gets 1 and then 20 webhook subscriptions to a receiver process
@@ -17,10 +18,10 @@
  * POSTs of the same size to the same receiver, one after another, from a process of its own that
  * starts with each round (bare-post.mjs), as cold as the server.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { CLI, cpuModel, gitState, machineBusyMs, procCpuMs, root, startLineChild, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
@@ -30,6 +31,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
 const RECEIVER = join(here, 'webhook-receiver.mjs');
 const BARE = join(here, 'bare-post.mjs');
+const BARE_ITX = join(here, 'bare-itx.mjs');
 
 const { values: flags } = parseArgs({
   options: {
@@ -143,22 +145,14 @@ async function itxRound(round, impl) {
       after = page.events.at(-1).offset;
     }
     const bare = await startChild(WORKER, ['--bare'], 'bare worker');
-    const { newWebSocketRpcSession } = await import(pathToFileURL(join(root, 'node_modules', 'capnweb', 'dist', 'index.js')).href);
-    const { WebSocket } = await import(pathToFileURL(join(root, 'node_modules', 'ws', 'wrapper.mjs')).href);
-    globalThis.WebSocket ??= WebSocket;
-    const ws = new WebSocket(bare.url);
-    await new Promise((r, j) => (ws.once('open', r), ws.once('error', j)));
-    const stub = newWebSocketRpcSession(ws);
-    const b0 = performance.now();
-    let at = 0;
-    for (const n of sizes) {
-      const slice = events.slice(at, at + n);
-      at += n;
-      await stub.processEventBatch({ projectId: null, path: '/bench/itx', streamId: 's', streamCreatedAt: '', subscriptionKey: 'itx', cursorChangedAtSourceOffset: 1, deliveryId: 'd', attempt: 1, streamMaxOffset: head, events: slice });
-    }
-    const bareSeconds = (performance.now() - b0) / 1000;
-    stub[Symbol.dispose]();
-    ws.close();
+    // The caller runs in a process of its own, started now: as cold as the server was.
+    const batchesFile = join(freshDir(`${impl}-itx-r${round}-bare`), 'batches.json');
+    writeFileSync(batchesFile, JSON.stringify({ head, sizes, events }));
+    const caller = await startLineChild(BARE_ITX, [bare.url, batchesFile], 'bare capnweb caller', { stdin: true, waitTimeoutMs: 120_000 });
+    caller.send('run');
+    const done = await caller.waitFor((lines) => lines.find((l) => l.startsWith('done ')), 300_000);
+    const bareSeconds = Number(done.split(' ')[1]);
+    await caller.stop();
     await bare.stop();
     return {
       impl,
