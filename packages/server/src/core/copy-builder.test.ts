@@ -275,7 +275,7 @@ describe('planCopies', () => {
     expect(audits[0]?.idempotencyKey?.startsWith(DROP_AUDIT_PREFIX)).toBe(true);
   });
 
-  it('a batch with both kinds of drop still gets one audit counting both (reported as "cycle")', () => {
+  it('a batch with both kinds of drop gets one audit: reason "cycle", each kind counted in the message and in reasons', () => {
     const chain = Array.from({ length: Limits.maxHops }, (_, i) => hop(`/h${i}`));
     const plan = planCopies(batch({ events: [event(7, { source: { copiedFrom: chain } }), event(8, { source: { copiedFrom: [hop('/r')] } })] }), receiver);
     expect(plan.dropped).toEqual([
@@ -283,7 +283,10 @@ describe('planCopies', () => {
       { offset: 8, reason: 'cycle' },
     ]);
     expect(plan.inputs).toHaveLength(1);
-    expect(plan.inputs[0]?.payload).toMatchObject({ drop: { reason: 'cycle', count: 2, firstOffset: 7, lastOffset: 8 } });
+    expect(plan.inputs[0]?.payload).toEqual({
+      message: 'dropped 2 copied event(s) from "/a" subscription "k" (source offsets 7-8): cycle (1) and hop-limit (1)',
+      drop: { reason: 'cycle', sourcePath: '/a', subscriptionKey: 'k', count: 2, firstOffset: 7, lastOffset: 8, reasons: { cycle: 1, 'hop-limit': 1 } },
+    });
   });
 
   it('the drop audit is idempotent per (path, key, lifetime, generation, offsets)', () => {

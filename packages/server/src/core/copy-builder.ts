@@ -119,10 +119,15 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
 }
 
 function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {
-  const reason = dropped.some((d) => d.reason === 'cycle') ? 'cycle' : 'hop-limit';
+  const cycles = dropped.filter((d) => d.reason === 'cycle').length;
+  const hopLimits = dropped.length - cycles;
+  // One reason is pinned (SEMANTICS §9.2); a batch with both names the cycle there, and says how
+  // many of each in the message and in `reasons` (an addition), so nothing is hidden.
+  const reason = cycles > 0 ? 'cycle' : 'hop-limit';
   const firstOffset = dropped[0]!.offset;
   const lastOffset = dropped[dropped.length - 1]!.offset;
-  const message = `dropped ${dropped.length} copied event(s) from "${batch.path}" subscription "${batch.subscriptionKey}" (source offsets ${firstOffset}-${lastOffset}): ${reason}`;
+  const why = cycles > 0 && hopLimits > 0 ? `cycle (${cycles}) and hop-limit (${hopLimits})` : reason;
+  const message = `dropped ${dropped.length} copied event(s) from "${batch.path}" subscription "${batch.subscriptionKey}" (source offsets ${firstOffset}-${lastOffset}): ${why}`;
   return {
     type: EventType.errorOccurred,
     idempotencyKey: `${DROP_AUDIT_PREFIX}${JSON.stringify([
@@ -135,7 +140,15 @@ function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput 
     ])}`,
     payload: {
       message,
-      drop: { reason, sourcePath: batch.path, subscriptionKey: batch.subscriptionKey, count: dropped.length, firstOffset, lastOffset },
+      drop: {
+        reason,
+        sourcePath: batch.path,
+        subscriptionKey: batch.subscriptionKey,
+        count: dropped.length,
+        firstOffset,
+        lastOffset,
+        ...(cycles > 0 && hopLimits > 0 ? { reasons: { cycle: cycles, 'hop-limit': hopLimits } } : {}),
+      },
     },
   };
 }
