@@ -1,6 +1,7 @@
 /** The `rivulet` command line: one file per command under commands/. */
 import { processIO, UsageError, type Command, type CommandIO } from './command.js';
 import { appendCommand } from './commands/append.js';
+import { compactCommand } from './commands/compact.js';
 import { destroyCommand } from './commands/destroy.js';
 import { lsCommand } from './commands/ls.js';
 import { readCommand } from './commands/read.js';
@@ -19,6 +20,7 @@ export const commands: Command[] = [
   lsCommand,
   destroyCommand,
   webhookSecretCommand,
+  compactCommand,
 ];
 
 function help(): string {
@@ -29,7 +31,7 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    `Every command but serve and webhook-secret talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
+    `Every command but serve, webhook-secret and compact talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
     'with --token / RIVULET_TOKEN and --project / RIVULET_PROJECT, and prints JSON with --json.',
     'Run "rivulet <command> --help" for the options of one command.',
   ].join('\n');

@@ -41,6 +41,7 @@ import { isLoopbackHost } from './loopback.js';
 import { VERSION } from '../version.js';
 
 export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
+export { compactDataFolder, type CompactReport } from './node-compact.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;

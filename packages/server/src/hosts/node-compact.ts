@@ -1,0 +1,94 @@
+/**
+ * `rivulet compact`: gives the disk space of destroyed streams back to the system. SQLite reuses
+ * freed pages but never shrinks its file by itself, so a data folder keeps the size of its largest
+ * day. With no server running on the folder (its lock is taken, as `rivulet serve` takes it), this
+ * finishes the deferred erasure of destroyed lifetimes (hosts/node-purge.ts), folds the WAL into
+ * the database, and rewrites the file with VACUUM, which needs free disk space of about the
+ * database's size while it runs.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { RivuletError } from '@rivulet/contract';
+import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import { openSchema } from '../engine/schema.js';
+import { ERASED_PROJECT, StreamStore } from '../engine/stream-store.js';
+import { lockDataFolder } from './data-lock.js';
+import { PURGE_CHUNK_ROWS } from './node-purge.js';
+
+export interface CompactReport {
+  /** Bytes of the database and its WAL before and after. */
+  bytesBefore: number;
+  bytesAfter: number;
+  /** Event rows of destroyed lifetimes deleted first (their erasure was still pending). */
+  purgedRows: number;
+}
+
+export interface CompactOptions {
+  /** Told of progress (a line each), for long runs. */
+  progress?: (line: string) => void;
+}
+
+const DB_FILE = 'rivulet.db';
+
+function bytesOf(dir: string): number {
+  let total = 0;
+  for (const name of [DB_FILE, `${DB_FILE}-wal`]) {
+    const file = join(dir, name);
+    if (existsSync(file)) total += statSync(file).size;
+  }
+  return total;
+}
+
+/** The database, opened alone, with its format checked. */
+function openStorage(dir: string): SqliteStorage {
+  let storage: SqliteStorage | undefined;
+  try {
+    storage = new SqliteStorage(join(dir, DB_FILE), { durability: 'full', exclusive: true, groupCommit: false });
+    openSchema(storage);
+    return storage;
+  } catch (error) {
+    storage?.close();
+    // Another program holds the database itself (a server without our lock file, a sqlite3 shell).
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') {
+      throw new RivuletError('PRECONDITION_FAILED', `cannot compact while the folder is in use: another process has ${join(dir, DB_FILE)} open`);
+    }
+    throw error;
+  }
+}
+
+export function compactDataFolder(dir: string, options: CompactOptions = {}): CompactReport {
+  if (!existsSync(join(dir, DB_FILE))) {
+    throw new RivuletError('NOT_FOUND', `no Rivulet data in ${dir} (no ${DB_FILE}): nothing to compact`);
+  }
+  let unlock: () => void;
+  try {
+    unlock = lockDataFolder(dir);
+  } catch (error) {
+    throw new RivuletError('PRECONDITION_FAILED', `cannot compact while the folder is in use: ${(error as Error).message}; stop that server first`);
+  }
+  try {
+    const bytesBefore = bytesOf(dir);
+    let purgedRows = 0;
+    const storage = openStorage(dir);
+    try {
+      const store = new StreamStore(storage);
+      purgedRows = storage.exec<{ n: number }>(
+        `SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`,
+        ERASED_PROJECT,
+      )[0]!.n;
+      if (purgedRows > 0) options.progress?.(`erasing ${purgedRows} event(s) of destroyed streams`);
+      while (store.purgeErased(PURGE_CHUNK_ROWS)) {
+        // One chunk per transaction, as the running server does it.
+      }
+      options.progress?.('rewriting the database file');
+      storage.db.pragma('wal_checkpoint(TRUNCATE)');
+      storage.db.exec('VACUUM');
+      storage.db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      storage.close();
+    }
+    return { bytesBefore, bytesAfter: bytesOf(dir), purgedRows };
+  } finally {
+    unlock();
+  }
+}
