@@ -52,12 +52,12 @@ async function folderWithDestroyedStream(events: number): Promise<void> {
   storage.close();
 }
 
-function readAll(path: string): Array<{ offset: number; type: string }> {
+function readAll(path: string): Array<{ offset: number; json: string }> {
   const storage = new SqliteStorage(join(dir, 'rivulet.db'), { durability: 'relaxed' });
   try {
     openSchema(storage);
     const actor = new StreamActor(null, path, { store: new StreamStore(storage), clock: systemClock, random: systemRandom, config: defaultEngineConfig });
-    return actor.readRaw({ afterOffset: 0, beforeOffset: Number.MAX_SAFE_INTEGER, limit: 100_000, includeEphemeral: false }).events.map((e) => ({ offset: e.offset, type: e.type }));
+    return actor.readRaw({ afterOffset: 0, beforeOffset: Number.MAX_SAFE_INTEGER, limit: 100_000, includeEphemeral: false }).events.map((e) => ({ offset: e.offset, json: e.json }));
   } finally {
     storage.close();
   }
