@@ -3,7 +3,7 @@
  * limit on both sides, and every malformed answer it refuses.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_HEAD_BYTES, ResponseParseError, ResponseParser, type FeedResult } from './http1-response.js';
+import { MAX_HEAD_BYTES, MAX_INTERIM_ANSWERS, ResponseParseError, ResponseParser, type FeedResult } from './http1-response.js';
 
 /** Feeds `text` in pieces of `step` bytes; answers the last result and the parser. */
 function parse(text: string | Buffer, step = Number.POSITIVE_INFINITY, maxBody = 1024): { result: FeedResult; parser: ResponseParser } {
@@ -177,6 +177,12 @@ describe('malformed answers', () => {
     expect(refusal(head(MAX_HEAD_BYTES + 1))).toBe(`the response header is larger than ${MAX_HEAD_BYTES} bytes`);
     // Also when the end never comes: refused once the limit is passed, not buffered forever.
     expect(() => parse(`HTTP/1.1 200 OK\r\nX: ${'q'.repeat(MAX_HEAD_BYTES)}`, 512)).toThrow(ResponseParseError);
+  });
+
+  it(`accepts ${MAX_INTERIM_ANSWERS} interim answers before the final one, and refuses one more`, () => {
+    const interim = (n: number) => 'HTTP/1.1 103 Early Hints\r\n\r\n'.repeat(n);
+    expect(parse(`${interim(MAX_INTERIM_ANSWERS)}HTTP/1.1 204 No Content\r\n\r\n`).parser.status).toBe(204);
+    expect(refusal(`${interim(MAX_INTERIM_ANSWERS + 1)}HTTP/1.1 204 No Content\r\n\r\n`)).toBe(`more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
   });
 
   it('refuses an endless chunk-size line and an endless trailer section', () => {

@@ -17,6 +17,8 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 /** Longest chunk-size line, and the most trailer bytes accepted after the last chunk. */
 const MAX_LINE_BYTES = 4 * 1024;
 const MAX_TRAILER_BYTES = 16 * 1024;
+/** Interim (1xx) answers accepted before the final one: a server that sends them forever is broken. */
+export const MAX_INTERIM_ANSWERS = 16;
 
 export class ResponseParseError extends Error {}
 
@@ -45,6 +47,7 @@ export class ResponseParser {
   /** Bytes of the body still owed: of the whole body (length) or of the current chunk. */
   private remaining = 0;
   private trailerBytes = 0;
+  private interim = 0;
   private readonly kept: Buffer[] = [];
   private keptBytes = 0;
   private bodyBytes = 0;
@@ -217,6 +220,7 @@ export class ResponseParser {
     }
     if (status >= 100 && status <= 199 && status !== 101) {
       // An interim answer (100 Continue, 103 Early Hints): the final one follows.
+      if (++this.interim > MAX_INTERIM_ANSWERS) throw new ResponseParseError(`more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
       return;
     }
     this.status = status;
