@@ -9,6 +9,8 @@ import {
   RivuletError,
   type AppendResponse,
   type CommittedEvent,
+  type DeliveryHalted,
+  type EffectiveSubscriptionConfiguration,
   type EventInput,
   type ListResponse,
   type ReadResponse,
@@ -61,6 +63,22 @@ export interface LatestOptions extends CallOptions {
 /** The most events `latest` answers at once. */
 export const LATEST_MAX = 10_000;
 
+/** One outbound subscription of a stream as `subscriptions()` answers it: its configuration's gist and its progress. */
+export interface SubscriptionSummary {
+  subscriptionKey: string;
+  action: EffectiveSubscriptionConfiguration['receiver']['action'];
+  /** Where it delivers: the receiving stream, the webhook URL, the itx expression, or the processor name. */
+  target: string;
+  /** The durable halt, or null while it delivers (resume it with resumeSubscription). */
+  halted: DeliveryHalted | null;
+  /** Progress (null before the first send check created it). */
+  acknowledgedOffset: number | null;
+  lag: number | null;
+  attempt: number;
+  lastError: string | null;
+  nextAttemptAt: number | null;
+}
+
 export interface ListOptions extends CallOptions {
   /** Only streams at or below this path. */
   prefix?: string | undefined;
@@ -101,6 +119,12 @@ export interface RivuletClient {
   /** Durable replay, then live events, over SSE, reconnecting as needed (tail.ts). */
   tail(path: string, options?: TailOptions): AsyncIterable<CommittedEvent>;
   state(path: string, options?: CallOptions): Promise<StreamStateResponse>;
+  /**
+   * The outbound subscriptions of a stream, from its state: what each delivers to, whether it is
+   * halted (and why), and its progress. Empty for a stream without subscriptions or that does not
+   * exist. `(await client.subscriptions(path)).filter((s) => s.halted)` lists the halted ones.
+   */
+  subscriptions(path: string, options?: CallOptions): Promise<SubscriptionSummary[]>;
   list(options?: ListOptions): Promise<ListResponse>;
   /** Every stream below `prefix`, following `nextAfter` page by page. */
   listAll(options?: ListOptions): AsyncIterable<StreamListEntry>;
@@ -140,6 +164,18 @@ export interface RivuletClient {
    * else the first appended from now on. Rejects with code TIMEOUT after `body.timeoutMs`.
    */
   waitForEvent(path: string, body: WaitForEventBody, options?: CallOptions): Promise<WaitForEventResponse>;
+}
+
+function targetOf(receiver: EffectiveSubscriptionConfiguration['receiver']): string {
+  switch (receiver.action) {
+    case 'copy-to-stream':
+      return receiver.receivingStreamPath;
+    case 'webhook-post':
+      return receiver.url;
+    case 'itx-call':
+    case 'processor-wake':
+      return JSON.stringify(receiver.expression);
+  }
 }
 
 function checkBaseUrl(url: string): string {
@@ -194,6 +230,9 @@ export function createClient(options: ClientOptions): RivuletClient {
       if (afterOffset >= Math.min(end, page.streamMaxOffset)) return;
     }
   }
+
+  const state = (path: string, o?: CallOptions) =>
+    http.json<StreamStateResponse>('GET', streamUrl(base, path, { method: 'state' }), signalOf(o));
 
   async function* readAll(path: string, o: ReadOptions = {}): AsyncGenerator<CommittedEvent> {
     for await (const page of readPages(path, o)) yield* page.events;
@@ -267,7 +306,26 @@ export function createClient(options: ClientOptions): RivuletClient {
       const url = streamUrl(base, path, { query: { live: 'sse', afterOffset: o.afterOffset, eventTypes: o.eventTypes } });
       yield* tailEvents(http, url, o);
     },
-    state: (path, o) => http.json<StreamStateResponse>('GET', streamUrl(base, path, { method: 'state' }), signalOf(o)),
+    state,
+    async subscriptions(path, o) {
+      const { core, runtime } = await state(path, o);
+      if (!core) return [];
+      return Object.entries(core.subscriptions.outbound.byKey).map(([key, entry]) => {
+        const receiver = entry.configuration.receiver;
+        const progress = runtime?.subscriptions[key];
+        return {
+          subscriptionKey: key,
+          action: receiver.action,
+          target: targetOf(receiver),
+          halted: entry.deliveryHalted ?? null,
+          acknowledgedOffset: progress?.acknowledgedOffset ?? null,
+          lag: progress?.lag ?? null,
+          attempt: progress?.attempt ?? 0,
+          lastError: progress?.lastError ?? null,
+          nextAttemptAt: progress?.nextAttemptAt ?? null,
+        };
+      });
+    },
     list,
     listAll,
     destroy: (path, o) => http.json<DestroyResponse>('DELETE', streamUrl(base, path), signalOf(o)),

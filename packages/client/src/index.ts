@@ -24,6 +24,7 @@ export {
   type ReadOptions,
   type RivuletClient,
   type SubscribeResponse,
+  type SubscriptionSummary,
   type UnsubscribeResponse,
 } from './client.js';
 export type { FetchLike } from './http.js';

@@ -70,3 +70,37 @@ describe('subscription commands', () => {
     expect(await client.subscribeToEventsFrom('/dst', { sourceStreamPath: '/src', idempotencyKey: 'once' })).toEqual(generated);
   });
 });
+
+describe('subscriptions(path)', () => {
+  it('summarises each outbound subscription with its target, progress and halt; a resume clears the halt', async () => {
+    expect(await client.subscriptions('/nothing')).toEqual([]);
+    await client.subscribeToEventsFrom('/dst', { sourceStreamPath: '/src', subscriptionKey: 'copy' });
+    // A webhook to a port nothing listens on: it fails 3 times and halts (the server's knobs above).
+    await client.append('/src', {
+      type: 'events.iterate.com/stream/subscription-configured',
+      payload: { subscriptionKey: 'hook', receiver: { action: 'webhook-post', url: 'http://127.0.0.1:9/hook', delivery: { start: 'now', onFailingEvent: 'halt' } } },
+    });
+    await client.append('/src', { type: 'a' });
+    const halted = await eventually(
+      () => client.subscriptions('/src'),
+      (subs) => subs.some((s) => s.subscriptionKey === 'hook' && s.halted !== null),
+      'the webhook to halt',
+    );
+    const byKey = Object.fromEntries(halted.map((s) => [s.subscriptionKey, s]));
+    expect(Object.keys(byKey).sort()).toEqual(['copy', 'hook']);
+    expect(byKey.copy).toMatchObject({ action: 'copy-to-stream', target: '/dst', halted: null, lastError: null, attempt: 0 });
+    expect(byKey.hook).toMatchObject({
+      action: 'webhook-post',
+      target: 'http://127.0.0.1:9/hook',
+      halted: { reason: 'delivery-failed', attempts: 3 },
+      attempt: 3,
+      lastError: expect.stringContaining('ECONNREFUSED'),
+    });
+    expect(byKey.hook!.halted!.error).toBe(byKey.hook!.lastError);
+    expect(halted.filter((s) => s.halted).map((s) => s.subscriptionKey)).toEqual(['hook']);
+
+    await client.resumeSubscription('/src', { subscriptionKey: 'hook' });
+    const resumed = (await client.subscriptions('/src')).find((s) => s.subscriptionKey === 'hook')!;
+    expect(resumed.halted).toBeNull();
+  });
+});
