@@ -226,6 +226,17 @@ describe('the signal and close()', () => {
     await expect.poll(() => serverClosed).toBe(true);
   });
 
+  it('close() fails a request in flight and ends its connection', async () => {
+    let serverClosed = false;
+    const s = await rawServer((socket) => socket.once('close', () => (serverClosed = true)));
+    const c = client();
+    const pending = c.post(to(s.port), request());
+    await expect.poll(() => s.requests.length).toBe(1);
+    c.close();
+    expect((await failure(pending)).message).toBe('the webhook client is closed');
+    await expect.poll(() => serverClosed).toBe(true);
+  });
+
   it('close() ends idle connections and refuses later requests', async () => {
     let closed = false;
     const s = await rawServer((socket) => {

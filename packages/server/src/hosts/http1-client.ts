@@ -185,6 +185,12 @@ class Connection {
     this.socket.destroy();
   }
 
+  /** Ends the connection; a request on it fails with `error`. */
+  shutdown(error: Error): void {
+    if (this.active) this.fail(error);
+    else this.destroy();
+  }
+
   get usable(): boolean {
     return !this.closed && !this.socket.destroyed && Date.now() < this.idleUntil;
   }
@@ -203,6 +209,8 @@ export interface Http1ClientOptions {
 
 export class Http1Client {
   private readonly idle = new Map<string, Connection[]>();
+  /** Every connection not yet closed, idle or carrying a request. */
+  private readonly open = new Set<Connection>();
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly idleMs: number;
@@ -227,7 +235,9 @@ export class Http1Client {
 
   private connect(destination: Http1Destination): Connection {
     this.options.onConnection?.(destination.tls === true);
-    return new Connection(destination.key, destination, this);
+    const connection = new Connection(destination.key, destination, this);
+    this.open.add(connection);
+    return connection;
   }
 
   /** Idle connections kept right now (tests). */
@@ -238,10 +248,11 @@ export class Http1Client {
     return n;
   }
 
-  /** Ends every kept connection; later requests are refused. */
+  /** Ends every connection (a request in flight fails); later requests are refused. */
   close(): void {
     this.closed = true;
-    for (const list of [...this.idle.values()]) for (const connection of [...list]) connection.destroy();
+    const closing = new Error('the webhook client is closed');
+    for (const connection of [...this.open]) connection.shutdown(closing);
     this.idle.clear();
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
@@ -281,6 +292,7 @@ export class Http1Client {
 
   /** A connection that closed: it is no longer offered. */
   forget(connection: Connection): void {
+    this.open.delete(connection);
     const list = this.idle.get(connection.key);
     if (!list) return;
     const at = list.indexOf(connection);
