@@ -73,8 +73,10 @@ class Connection {
   /** Whether a request went out on this connection before (it was kept alive). */
   private used = false;
   private closed = false;
-  idleSince = 0;
-  /** When the server said it would close this connection if still idle (Keep-Alive: timeout). */
+  /**
+   * Until when it may carry another request: set at each answer from the server's announced idle
+   * timeout (Keep-Alive: timeout), shortened to the client's own idle time when it is kept.
+   */
   idleUntil = Number.POSITIVE_INFINITY;
 
   constructor(
@@ -148,9 +150,16 @@ class Connection {
     this.destroy();
   }
 
-  private answer(active: Active, reuse: boolean): void {
+  /** The request in flight, no longer this connection's; its abort listener removed. */
+  private detach(): Active | undefined {
+    const active = this.active;
     this.active = undefined;
-    active.signal.removeEventListener('abort', active.onAbort);
+    active?.signal.removeEventListener('abort', active.onAbort);
+    return active;
+  }
+
+  private answer(active: Active, reuse: boolean): void {
+    this.detach();
     const { parser } = active;
     // Stop offering the connection a little before the server's announced idle timeout: a request
     // written as it closes would only have to be sent again.
@@ -163,19 +172,15 @@ class Connection {
   }
 
   private retry(active: Active, again: () => Promise<Http1Answer>): void {
-    this.active = undefined;
+    this.detach();
     this.destroy();
-    active.signal.removeEventListener('abort', active.onAbort);
     active.resolve(again());
   }
 
   private fail(error: Error): void {
-    const active = this.active;
-    this.active = undefined;
+    const active = this.detach();
     this.destroy();
-    if (!active) return;
-    active.signal.removeEventListener('abort', active.onAbort);
-    active.reject(error);
+    active?.reject(error);
   }
 
   destroy(): void {
@@ -285,7 +290,7 @@ export class Http1Client {
       connection.destroy();
       return;
     }
-    connection.idleSince = Date.now();
+    connection.idleUntil = Math.min(connection.idleUntil, Date.now() + this.idleMs);
     list.push(connection);
     this.sweeper ??= setInterval(() => this.sweep(), Math.max(1, this.idleMs / 3)).unref();
   }
@@ -301,9 +306,9 @@ export class Http1Client {
   }
 
   private sweep(): void {
-    const limit = Date.now() - this.idleMs;
+    const now = Date.now();
     for (const list of [...this.idle.values()]) {
-      for (const connection of [...list]) if (connection.idleSince <= limit) connection.destroy();
+      for (const connection of [...list]) if (connection.idleUntil <= now) connection.destroy();
     }
     if (this.idle.size === 0 && this.sweeper) {
       clearInterval(this.sweeper);

@@ -54,10 +54,6 @@ export class ResponseParser {
 
   constructor(private readonly maxBodyBytes: number) {}
 
-  get done(): boolean {
-    return this.phase === 'done';
-  }
-
   /** The body read so far (at most maxBodyBytes), as text. */
   body(): string {
     return this.kept.length === 1 ? this.kept[0]!.toString('utf8') : Buffer.concat(this.kept).toString('utf8');

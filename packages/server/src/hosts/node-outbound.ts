@@ -22,7 +22,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { isPrivateAddress, isPrivateHost } from '../core/private-address.js';
 import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../ports/outbound.js';
-import { abortError, Http1Client } from './http1-client.js';
+import { abortError, Http1Client, type Http1Destination } from './http1-client.js';
 import { ResponseParseError } from './http1-response.js';
 
 export interface ResolvedAddress {
@@ -62,16 +62,12 @@ const URL_CACHE = 256;
 /** A URL checked for its scheme, with what follows from it alone. */
 interface Target {
   url: URL;
-  https: boolean;
   /** Whether the host is a public address literal: node connects to exactly it, nothing to resolve. */
   literal: boolean;
-  /** The host without IPv6 brackets, and the port. */
-  host: string;
-  port: number;
+  /** Where the client connects (host without IPv6 brackets); connections are shared per scheme, host and port. */
+  destination: Http1Destination;
   /** The request line, Host and Authorization fields, ready to write. */
   head: string;
-  /** Connections to this scheme, host and port are shared. */
-  key: string;
 }
 
 /** A field name (RFC 9110 token) and a value without control characters that end a line. */
@@ -157,14 +153,11 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     const auth = url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
     cached = {
       url,
-      https,
       literal: isIP(bare) !== 0,
-      host: bare,
-      port,
+      destination: { key: `${url.protocol}//${bare}:${port}`, host: bare, port, tls: https },
       head:
         `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n` +
         (auth !== undefined ? `authorization: Basic ${Buffer.from(auth).toString('base64')}\r\n` : ''),
-      key: `${url.protocol}//${bare}:${port}`,
     };
     if (targets.size >= URL_CACHE) targets.delete(targets.keys().next().value as string);
     targets.set(raw, cached);
@@ -183,12 +176,11 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   }
 
   /** The addresses a host name may be connected to, resolved once and all vetted. */
-  async function vetResolved(url: URL, signal: AbortSignal): Promise<LookupFunction> {
-    const host = url.hostname;
-    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+  async function vetResolved(t: Target, signal: AbortSignal): Promise<LookupFunction> {
+    const host = t.url.hostname;
     let addresses: ResolvedAddress[];
     try {
-      addresses = await abortable(resolve(bare), signal);
+      addresses = await abortable(resolve(t.destination.host), signal);
     } catch (error) {
       if (signal.aborted) throw error;
       throw new Error(`cannot resolve ${host}: ${describe(error)}`);
@@ -208,7 +200,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       return Promise.reject(new Error(`cannot send to ${where}: ${describe(error)}`));
     }
     return http1
-      .post({ key: t.key, host: t.host, port: t.port, tls: t.https, lookup }, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
+      .post(lookup ? { ...t.destination, lookup } : t.destination, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
       .then(
         (answer) => ({ status: answer.status, statusText: answer.statusText || STATUS_CODES[answer.status] || '', body: answer.body }),
         (error: unknown) => {
@@ -232,7 +224,7 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       if (post.signal.aborted) return Promise.reject(abortError(post.signal));
       // No name to resolve: the request leaves in this turn, without a round through the resolver.
       if (direct) return send(t, post, undefined);
-      return vetResolved(t.url, post.signal).then((lookup) => {
+      return vetResolved(t, post.signal).then((lookup) => {
         if (post.signal.aborted) throw abortError(post.signal);
         return send(t, post, lookup);
       });
