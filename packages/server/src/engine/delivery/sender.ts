@@ -293,8 +293,8 @@ export class StreamSender {
     // config.watchdogLeaseMs); otherwise it is written now, reaching up to the lease beyond.
     const deadline = started + timeout;
     if (current.inflightDeadlineAt === null || current.inflightDeadlineAt < deadline) {
-      this.write({ ...current, inflightDeadlineAt: deadline + this.deps.config.watchdogLeaseMs });
-      current = this.actor.subscriptions.get(key)!;
+      current = { ...current, inflightDeadlineAt: deadline + this.deps.config.watchdogLeaseMs };
+      this.write(current);
     }
     const answer = this.call(prepared, timeout);
     // While the call is out, the next webhook is read and its body built (never sent before this
