@@ -218,6 +218,11 @@ export class StreamStore {
     this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
   }
 
+  /** Event rows of destroyed lifetimes not purged yet. */
+  erasedEventCount(): number {
+    return this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`, ERASED_PROJECT)[0]!.n;
+  }
+
   /**
    * Deletes up to `maxRows` events of destroyed lifetimes (deferred erasure), and the streams row of
    * a lifetime once its last event is gone, in one transaction. Answers whether erased lifetimes

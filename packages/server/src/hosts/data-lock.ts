@@ -6,6 +6,9 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The database of a data folder (beside its lock and its webhook secret). */
+export const DATABASE_FILE = 'rivulet.db';
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);

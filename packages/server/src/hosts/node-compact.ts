@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { RivuletError } from '@rivulet/contract';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import { openSchema } from '../engine/schema.js';
-import { ERASED_PROJECT, StreamStore } from '../engine/stream-store.js';
-import { lockDataFolder } from './data-lock.js';
+import { StreamStore } from '../engine/stream-store.js';
+import { DATABASE_FILE as DB_FILE, lockDataFolder } from './data-lock.js';
 import { PURGE_CHUNK_ROWS } from './node-purge.js';
 
 export interface CompactReport {
@@ -27,8 +27,6 @@ export interface CompactOptions {
   /** Told of progress (a line each), for long runs. */
   progress?: (line: string) => void;
 }
-
-const DB_FILE = 'rivulet.db';
 
 function bytesOf(dir: string): number {
   let total = 0;
@@ -72,16 +70,12 @@ export function compactDataFolder(dir: string, options: CompactOptions = {}): Co
     const storage = openStorage(dir);
     try {
       const store = new StreamStore(storage);
-      purgedRows = storage.exec<{ n: number }>(
-        `SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`,
-        ERASED_PROJECT,
-      )[0]!.n;
+      purgedRows = store.erasedEventCount();
       if (purgedRows > 0) options.progress?.(`erasing ${purgedRows} event(s) of destroyed streams`);
       while (store.purgeErased(PURGE_CHUNK_ROWS)) {
         // One chunk per transaction, as the running server does it.
       }
       options.progress?.('rewriting the database file');
-      storage.db.pragma('wal_checkpoint(TRUNCATE)');
       storage.db.exec('VACUUM');
       storage.db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {

@@ -36,7 +36,7 @@ import { processorWaker } from '../rpc/processor-waker.js';
 import { nodeAssets } from './node-assets.js';
 import { nativeAppend } from './node-append.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
-import { lockDataFolder } from './data-lock.js';
+import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
 import { VERSION } from '../version.js';
 
@@ -111,7 +111,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
     // The data folder is locked to this process, so the database may hold its locks (exclusive).
-    storage = new SqliteStorage(join(dataDir, 'rivulet.db'), { durability: options.durability ?? 'full', exclusive: true });
+    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true });
     openSchema(storage);
   } catch (error) {
     unlock();
