@@ -178,6 +178,13 @@ function targetOf(receiver: EffectiveSubscriptionConfiguration['receiver']): str
   }
 }
 
+/** A read spanning several requests must stay in one lifetime of the stream. */
+function sameLifetime(path: string, streamId: string | null, page: ReadResponse): void {
+  if (page.streamId !== streamId) {
+    throw new RivuletError('CONFLICT', `stream ${path} was destroyed while it was being read`, { streamId, newStreamId: page.streamId });
+  }
+}
+
 function checkBaseUrl(url: string): string {
   let parsed: URL;
   try {
@@ -216,12 +223,7 @@ export function createClient(options: ClientOptions): RivuletClient {
     let streamId: string | null | undefined;
     for (;;) {
       const page = await getEvents(path, { ...o, afterOffset, limit: pageSize });
-      if (streamId !== undefined && page.streamId !== streamId) {
-        throw new RivuletError('CONFLICT', `stream ${path} was destroyed while it was being read`, {
-          streamId,
-          newStreamId: page.streamId,
-        });
-      }
+      if (streamId !== undefined) sameLifetime(path, streamId, page);
       streamId = page.streamId;
       yield page;
       const last = page.events.at(-1);
@@ -258,9 +260,7 @@ export function createClient(options: ClientOptions): RivuletClient {
       const lower = Math.max(0, top - span);
       const window: CommittedEvent[] = [];
       for await (const page of readPages(path, { ...filters, afterOffset: lower, beforeOffset: top + 1 })) {
-        if (page.streamId !== streamId) {
-          throw new RivuletError('CONFLICT', `stream ${path} was destroyed while it was being read`, { streamId, newStreamId: page.streamId });
-        }
+        sameLifetime(path, streamId, page);
         window.push(...page.events);
       }
       found = [...window, ...found];
