@@ -4,9 +4,10 @@
  * rewrites the database file. Prints progress, then the sizes before and after (--json: one
  * document).
  */
-import { Defaults, RivuletError } from '@rivulet/contract';
+import { Defaults } from '@rivulet/contract';
 import { resolve } from 'node:path';
 import { parse, UsageError, type Command } from '../command.js';
+import { reportErrors } from './remote.js';
 
 const usage = `Usage: rivulet compact [--data DIR] [--json]
 
@@ -35,7 +36,7 @@ export const compactCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const dir = resolve(values.data ?? io.env.RIVULET_DATA ?? Defaults.data);
     const { compactDataFolder } = await import('@rivulet/server/node');
-    try {
+    return reportErrors('compact', io, async () => {
       const report = compactDataFolder(dir, values.json ? {} : { progress: (line: string) => io.err(`${line}…`) });
       if (values.json) io.out(JSON.stringify(report));
       else {
@@ -43,10 +44,6 @@ export const compactCommand: Command = {
         io.out(`compacted ${dir}: ${mb(report.bytesBefore)} → ${mb(report.bytesAfter)}${erased}`);
       }
       return 0;
-    } catch (error) {
-      if (!(error instanceof RivuletError)) throw error;
-      io.err(`rivulet compact: ${error.code} ${error.message}`);
-      return 1;
-    }
+    });
   },
 };
