@@ -1,7 +1,8 @@
 import { EventType, RivuletError, type CommittedEvent, type CoreState, type ErrorCode } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import type { AppendInput, Authority } from './append-input.js';
-import { buildEvent, decideAppend, type AppendDecision, type DecideEnv } from './decide-append.js';
+import { buildEvent, countersOnly, decideAppend, digits, type AppendDecision, type DecideEnv } from './decide-append.js';
+import { initialState } from './state.js';
 import { utf8Length } from './sizes.js';
 
 const NOW = '2025-01-01T00:00:00.000Z';
@@ -104,7 +105,10 @@ describe('decideAppend: a new stream', () => {
     expect(decision.head).toBe(3);
     expect(decision.state).toMatchObject({ projectId: 'proj', path: '/s', streamId: 'stream-1', createdAt: NOW, eventCount: 3, maxOffset: 3 });
     expect(decision.stateJson).toBe(JSON.stringify(decision.state));
-    for (const f of decision.fresh) expect(f.json).toBe(JSON.stringify(f.event));
+    for (const f of decision.fresh) {
+      expect(f.json).toBe(JSON.stringify(f.event));
+      expect(f.bytes).toBe(utf8Length(f.json));
+    }
   });
 
   it('a null project is written as null', () => {
@@ -416,5 +420,30 @@ describe('decideAppend: control rules hook', () => {
         if ((input.payload as { n: number }).n === 2) throw new RivuletError('NOT_FOUND', 'no such key');
       },
     });
+  });
+});
+
+describe('decideAppend: the counters-only shortcut', () => {
+  const before: CoreState = { ...initialState({ projectId: 'p', path: '/s', streamId: 'id', createdAt: NOW }), eventCount: 9, maxOffset: 12 };
+
+  it('countersOnly sees a change of any field of the state but the counters', () => {
+    expect(countersOnly(before, { ...before, eventCount: 10, maxOffset: 13 })).toBe(true);
+    for (const key of Object.keys(before) as (keyof CoreState)[]) {
+      if (key === 'eventCount' || key === 'maxOffset') continue;
+      const changed = { ...before, [key]: typeof before[key] === 'object' && before[key] !== null ? { ...before[key] } : `${String(before[key])}!` };
+      expect(countersOnly(before, changed as CoreState), key).toBe(false);
+    }
+  });
+
+  it('digits is String(n).length for counters', () => {
+    for (const n of [0, 1, 9, 10, 11, 99, 100, 999, 1000, 123_456, 999_999_999, 1_000_000_000, 2 ** 31, 2 ** 32 + 1, 999_999_999_999_999, Number.MAX_SAFE_INTEGER]) {
+      expect(digits(n), String(n)).toBe(String(n).length);
+    }
+  });
+
+  it('keeps stateBytes exact across powers of ten', () => {
+    const s = new Stream();
+    for (let i = 0; i < 120; i++) s.append([x(i)]);
+    expect(s.stateBytes).toBe(utf8Length(JSON.stringify(s.state)));
   });
 });

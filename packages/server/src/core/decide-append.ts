@@ -44,6 +44,8 @@ export interface DecideEnv {
 export interface FreshEvent {
   event: CommittedEvent;
   json: string;
+  /** UTF-8 bytes of `json`. */
+  bytes: number;
 }
 
 export interface AppendDecision {
@@ -59,15 +61,28 @@ export interface AppendDecision {
   head: number;
 }
 
-/** Whether two states differ at most in their counters (shared branches are compared by reference). */
-function countersOnly(before: CoreState, after: CoreState): boolean {
-  for (const key of Object.keys(after) as (keyof CoreState)[]) {
-    if (key !== 'eventCount' && key !== 'maxOffset' && before[key] !== after[key]) return false;
-  }
-  return true;
+/**
+ * Whether two states differ at most in their counters (shared branches are compared by reference).
+ * Field by field, not by Object.keys: this runs for every append. Tested against every key of a state.
+ */
+export function countersOnly(before: CoreState, after: CoreState): boolean {
+  return (
+    before.projectId === after.projectId &&
+    before.path === after.path &&
+    before.streamId === after.streamId &&
+    before.createdAt === after.createdAt &&
+    before.paused === after.paused &&
+    before.pauseReason === after.pauseReason &&
+    before.subscriptions === after.subscriptions
+  );
 }
 
-const digits = (n: number) => String(n).length;
+/** Decimal digits of a counter (a safe integer ≥ 0), as String(n).length without building the string. */
+export function digits(n: number): number {
+  let d = 1;
+  for (let p = 10; n >= p; p *= 10) d++;
+  return d;
+}
 
 function bodyOf(e: { type: string; payload?: unknown; metadata?: unknown; ephemeral?: true }): string {
   return canonicalJson({ type: e.type, payload: e.payload, metadata: e.metadata, ephemeral: e.ephemeral });
@@ -83,6 +98,22 @@ export function buildEvent(path: string, offset: number, createdAt: string, inpu
   return event;
 }
 
+const where = (index: number) => `events[${index}]`;
+
+/** The event at `offset` for an input, its JSON text and size; PAYLOAD_TOO_LARGE past the event limit. */
+function freshEvent(env: DecideEnv, offset: number, input: AppendInput): FreshEvent {
+  const event = buildEvent(env.path, offset, env.now, input);
+  const json = JSON.stringify(event);
+  const bytes = utf8Length(json);
+  if (bytes > env.maxEventBytes) {
+    throw new RivuletError('PAYLOAD_TOO_LARGE', `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`, {
+      bytes,
+      limit: env.maxEventBytes,
+    });
+  }
+  return { event, json, bytes };
+}
+
 function refusedWhilePaused(input: AppendInput, authority: Authority): boolean {
   if (ACCEPTED_WHILE_PAUSED.has(input.type) && input.source === undefined) return false;
   // Platform facts are accepted; copies (platform, with source) are refused like caller events.
@@ -94,35 +125,24 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
   let head = env.head;
   const fresh: FreshEvent[] = [];
   const results: CommittedEvent[] = [];
-  const inBatch = new Map<string, CommittedEvent>();
-
-  const commit = (input: AppendInput): CommittedEvent => {
-    const event = buildEvent(env.path, head + 1, env.now, input);
-    const json = JSON.stringify(event);
-    const bytes = utf8Length(json);
-    if (bytes > env.maxEventBytes) {
-      throw new RivuletError(
-        'PAYLOAD_TOO_LARGE',
-        `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`,
-        { bytes, limit: env.maxEventBytes },
-      );
-    }
-    head = event.offset;
-    if (!event.ephemeral) state = reduce(state, event);
-    fresh.push({ event, json });
-    return event;
-  };
+  // Keys committed earlier in this batch; made only when a batch has more than one keyed input.
+  let inBatch: Map<string, CommittedEvent> | undefined;
 
   if (state === null) {
     const streamId = env.newStreamId();
-    commit({ type: EventType.created, payload: { projectId: env.projectId, path: env.path, streamId } });
+    const created = freshEvent(env, head + 1, { type: EventType.created, payload: { projectId: env.projectId, path: env.path, streamId } });
+    head = created.event.offset;
+    state = reduce(state, created.event);
+    fresh.push(created);
   }
 
-  inputs.forEach((raw, index) => {
-    const where = `events[${index}]`;
+  // A plain loop and no closures: this runs for every append (the `where` of a message is built
+  // only when it is thrown).
+  for (let index = 0; index < inputs.length; index++) {
+    const raw = inputs[index]!;
     const input = env.normalizeControl ? env.normalizeControl(raw) : raw;
     if (input.idempotencyKey !== undefined) {
-      const stored = inBatch.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
+      const stored = inBatch?.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
       if (stored) {
         // A platform identity (copy, audit) names one source fact of one run: its repeat is the stored
         // event even if a transform produced a different body (SEMANTICS §8, "now()" in a transform).
@@ -130,27 +150,27 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
         if (!platformIdentity && bodyOf(stored) !== bodyOf(input)) {
           throw new RivuletError(
             'CONFLICT',
-            `${where}: idempotency key "${input.idempotencyKey}" already names a different event (offset ${stored.offset})`,
+            `${where(index)}: idempotency key "${input.idempotencyKey}" already names a different event (offset ${stored.offset})`,
             { idempotencyKey: input.idempotencyKey, offset: stored.offset },
           );
         }
         if (input.offset !== undefined && input.offset !== stored.offset) {
           throw new RivuletError(
             'CONFLICT',
-            `${where}: offset assertion failed: idempotency key "${input.idempotencyKey}" is stored at offset ${stored.offset}, not ${input.offset}`,
+            `${where(index)}: offset assertion failed: idempotency key "${input.idempotencyKey}" is stored at offset ${stored.offset}, not ${input.offset}`,
             { expected: input.offset, actual: stored.offset },
           );
         }
         results.push(stored);
-        return;
+        continue;
       }
     }
-    const current = state!;
+    const current = state;
     if (current.paused && refusedWhilePaused(input, env.authority)) {
       const reason = current.pauseReason ? ` (${current.pauseReason})` : '';
       throw new RivuletError(
         'PRECONDITION_FAILED',
-        `${where}: stream ${env.path} is paused${reason}; it refuses appends until ${EventType.resumed}`,
+        `${where(index)}: stream ${env.path} is paused${reason}; it refuses appends until ${EventType.resumed}`,
         { paused: true, pauseReason: current.pauseReason },
       );
     }
@@ -158,16 +178,20 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     if (input.offset !== undefined && input.offset !== head + 1) {
       throw new RivuletError(
         'CONFLICT',
-        `${where}: offset assertion failed: expected offset ${input.offset}, but the next offset is ${head + 1}`,
+        `${where(index)}: offset assertion failed: expected offset ${input.offset}, but the next offset is ${head + 1}`,
         { expected: input.offset, actual: head + 1 },
       );
     }
-    const event = commit(input);
-    if (event.idempotencyKey !== undefined) inBatch.set(event.idempotencyKey, event);
+    const f = freshEvent(env, head + 1, input);
+    const event = f.event;
+    head = event.offset;
+    if (!event.ephemeral) state = reduce(state, event);
+    fresh.push(f);
+    if (event.idempotencyKey !== undefined && index + 1 < inputs.length) (inBatch ??= new Map()).set(event.idempotencyKey, event);
     results.push(event);
-  });
+  }
 
-  const finalState = state!;
+  const finalState = state;
   if (fresh.length === 0) return { results, fresh, state: finalState, stateJson: null, stateBytes: env.stateBytes, head };
   // The common append changes only the counters: its size follows from their digits, and the state
   // text need not be serialised at all. Anything else is serialised and measured (SEMANTICS §2.5).

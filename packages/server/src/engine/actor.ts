@@ -63,6 +63,18 @@ export interface ReadRawResult {
 
 const PRUNE_INTERVAL_MS = 10_000;
 
+// createdAt of the last millisecond asked for: the appends of one millisecond (a group commit's
+// worth) share one Date and one toISOString.
+let isoMs = Number.NaN;
+let isoText = '';
+function isoAt(ms: number): string {
+  if (ms !== isoMs) {
+    isoText = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return isoText;
+}
+
 export class StreamActor {
   private loaded: Loaded | null = null;
   /** Highest offset known durable; reads and live readers never go past it. */
@@ -75,6 +87,15 @@ export class StreamActor {
   private readonly controlRules: ControlRules;
   /** Bumped by destroy: post-commit work of an append from an ended lifetime is dropped. */
   private lifetime = 0;
+
+  // The hooks decideAppend gets, made once per actor rather than once per append.
+  private readonly newStreamId = (): string => this.deps.random.uuid();
+  private readonly lookupIdempotent = (key: string): CommittedEvent | undefined => {
+    const sid = this.loaded!.sid;
+    return sid === null ? undefined : this.deps.store.findByIdempotencyKey(sid, key);
+  };
+  private readonly normalizeControl = (input: AppendInput): AppendInput => this.controlRules.normalize(input);
+  private readonly checkControl = (input: AppendInput, state: CoreState, head: number): void => this.controlRules.check(input, state, head);
 
   constructor(
     readonly projectId: string | null,
@@ -163,7 +184,7 @@ export class StreamActor {
     const loaded = this.load();
     const inputs = typeof plan === 'function' ? plan(loaded.state) : plan;
     if (inputs.length === 0) return null;
-    const { store, clock, random, config } = this.deps;
+    const { store, clock, config } = this.deps;
     const nowMs = Math.max(clock.now(), loaded.lastCreatedMs);
     const decision = decideAppend(
       {
@@ -172,14 +193,14 @@ export class StreamActor {
         state: loaded.state,
         stateBytes: loaded.stateBytes,
         head: loaded.head,
-        now: new Date(nowMs).toISOString(),
+        now: isoAt(nowMs),
         authority,
         maxEventBytes: config.maxEventBytes,
         maxCoreStateBytes: config.maxCoreStateBytes,
-        newStreamId: () => random.uuid(),
-        lookupIdempotent: (key) => (loaded.sid === null ? undefined : store.findByIdempotencyKey(loaded.sid, key)),
-        normalizeControl: (input) => this.controlRules.normalize(input),
-        checkControl: (input, state, head) => this.controlRules.check(input, state, head),
+        newStreamId: this.newStreamId,
+        lookupIdempotent: this.lookupIdempotent,
+        normalizeControl: this.normalizeControl,
+        checkControl: this.checkControl,
       },
       inputs,
     );
@@ -253,13 +274,14 @@ export class StreamActor {
     // Destroyed while the commit became durable: the events are committed (and erased again);
     // they belong to no current lifetime, so no reader or sender may see them.
     if (decision.fresh.length > 0 && lifetime === this.lifetime) {
+      const fresh = decision.fresh;
+      const events: CommittedEvent[] = [];
       let bytes = 0;
-      for (const f of decision.fresh) bytes += utf8Length(f.json);
-      this.published(
-        decision.fresh.map((f) => f.event),
-        bytes,
-        decision.state,
-      );
+      for (let i = 0; i < fresh.length; i++) {
+        events.push(fresh[i]!.event);
+        bytes += fresh[i]!.bytes;
+      }
+      this.published(events, bytes, decision.state);
     }
     return decision.results;
   }
@@ -297,10 +319,10 @@ export class StreamActor {
   private published(events: CommittedEvent[], bytes: number, state: CoreState): void {
     const last = events[events.length - 1]!;
     if (last.offset <= this.committedHead) return;
-    const news = events.filter((e) => e.offset > this.committedHead);
+    const news = events[0]!.offset > this.committedHead ? events : events.filter((e) => e.offset > this.committedHead);
     this.committedHead = last.offset;
     this.publishedState = state;
-    for (const listener of [...this.listeners]) listener.onEvents(news, state);
+    if (this.listeners.size > 0) for (const listener of [...this.listeners]) listener.onEvents(news, state);
     this.deps.afterCommit?.(this, news, bytes);
   }
 
