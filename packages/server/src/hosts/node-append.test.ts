@@ -11,17 +11,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServerMetrics } from '../engine/metrics.js';
 import type { StreamService } from '../engine/service.js';
-import { nativeAppend } from './node-append.js';
+import { appendAnswerer, nativeAppend } from './node-append.js';
 import { startNodeServer, type RunningServer } from './node.js';
 
 describe('which requests the native path takes', () => {
-  const take = nativeAppend({
-    service: {} as StreamService,
-    tokens: null,
-    metrics: createServerMetrics(),
-    maxBodyBytes: 1000,
-    logger: { error: () => undefined },
-  });
+  const logger = { error: () => undefined };
+  const answer = appendAnswerer({ service: {} as StreamService, tokens: null, metrics: createServerMetrics(), maxBodyBytes: 1000, logger });
+  const take = nativeAppend(answer, logger);
   // The predicate is decided before any await: a request it refuses is never touched.
   const probe = (method: string, url: string, headers: Record<string, string>): boolean => {
     const incoming = { method, url, headers: { host: '127.0.0.1:1', ...headers }, on: () => incoming, once: () => incoming };

@@ -16,7 +16,7 @@ import { authenticate, type TokenTable } from '../http/auth.js';
 import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType } from '../http/body.js';
 import { appendAnswer, parseAppendBody } from '../http/append-body.js';
 import { toRivuletError, type ErrorLogger } from '../http/errors.js';
-import { plainHeaders } from '../http/request-headers.js';
+import { plainHeaders, type HeaderReader } from '../http/request-headers.js';
 import { parseStreamAddress } from '../http/stream-url.js';
 
 export interface NativeAppendOptions {
@@ -32,7 +32,7 @@ const PLAIN_APPEND_URL = /^\/v1\/streams\/[A-Za-z0-9\-._~%!$&'()*+,;=@/]*$/;
 /** A host name or IPv4/IPv6 literal with an optional port: what the adapter accepts without question. */
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
 const ROUTE = 'POST /v1/streams/{path}';
 const INVALID_ROUTE = 'POST /v1/streams/{invalid}';
 
@@ -46,6 +46,59 @@ function readBody(incoming: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** A target this path answers: the append route and nothing that needs the adapter's judgement. */
+export function isPlainAppendTarget(url: string): boolean {
+  return PLAIN_APPEND_URL.test(url);
+}
+
+/** A Host header the adapter takes without question. */
+export function isPlainHost(host: string): boolean {
+  return PLAIN_HOST.test(host);
+}
+
+export interface AppendAnswer {
+  status: number;
+  /** The JSON body. */
+  text: string;
+}
+
+/**
+ * The append route's work for a request already known to be plain: check the headers, read the
+ * body (only once the headers passed, like the app), append, and answer the JSON; errors become
+ * their JSON answers (API.md §4). Records the request under the route's metric. Never rejects.
+ */
+export type AppendAnswerer = (
+  url: string,
+  headers: HeaderReader,
+  body: () => Promise<Uint8Array> | Uint8Array,
+  started: number,
+) => Promise<AppendAnswer>;
+
+export function appendAnswerer(options: NativeAppendOptions): AppendAnswerer {
+  const { service, tokens, metrics, maxBodyBytes, logger } = options;
+  return async (url, headers, body, started) => {
+    let route = INVALID_ROUTE;
+    let status: number;
+    let text: string;
+    try {
+      const address = parseStreamAddress(url);
+      route = ROUTE;
+      const principal = authenticate(headers, tokens);
+      requireJsonContentType(headers.get('content-type'));
+      checkDeclaredLength(headers, maxBodyBytes);
+      const inputs = parseAppendBody(parseJsonText(decodeBody(await body())));
+      text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
+      status = 200;
+    } catch (error) {
+      const e = toRivuletError(error, logger);
+      status = e.status;
+      text = JSON.stringify(e.toBody());
+    }
+    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(status) });
+    return { status, text };
+  };
+}
+
 function send(outgoing: ServerResponse, status: number, text: string): void {
   outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
   outgoing.end(text);
@@ -55,48 +108,30 @@ function send(outgoing: ServerResponse, status: number, text: string): void {
  * Answers a listener that takes a request when it is a plain append (and returns true), or leaves
  * it alone (returns false) for the app.
  */
-export function nativeAppend(options: NativeAppendOptions): (incoming: IncomingMessage, outgoing: ServerResponse) => boolean {
-  const { service, tokens, metrics, maxBodyBytes, logger } = options;
-
-  async function handle(incoming: IncomingMessage, outgoing: ServerResponse, url: string, started: number): Promise<void> {
-    let route = INVALID_ROUTE;
-    let status: number;
-    let text: string;
-    try {
-      const address = parseStreamAddress(url);
-      route = ROUTE;
-      const headers = plainHeaders(incoming.headers);
-      const principal = authenticate(headers, tokens);
-      requireJsonContentType(headers.get('content-type'));
-      checkDeclaredLength(headers, maxBodyBytes);
-      const inputs = parseAppendBody(parseJsonText(decodeBody(await readBody(incoming))));
-      text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
-      status = 200;
-    } catch (error) {
-      const e = toRivuletError(error, logger);
-      status = e.status;
-      text = JSON.stringify(e.toBody());
-    }
-    if (!outgoing.destroyed) send(outgoing, status, text);
-    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(status) });
-  }
-
+export function nativeAppend(
+  answer: AppendAnswerer,
+  logger: ErrorLogger,
+): (incoming: IncomingMessage, outgoing: ServerResponse) => boolean {
   return (incoming, outgoing) => {
     const url = incoming.url;
     if (
       incoming.method !== 'POST' ||
       url === undefined ||
-      !PLAIN_APPEND_URL.test(url) ||
+      !isPlainAppendTarget(url) ||
       incoming.headers['content-length'] === undefined ||
       incoming.headers['transfer-encoding'] !== undefined ||
-      !PLAIN_HOST.test(incoming.headers.host ?? '')
+      !isPlainHost(incoming.headers.host ?? '')
     ) {
       return false;
     }
-    handle(incoming, outgoing, url, performance.now()).catch((error: unknown) => {
-      logger.error('rivulet: answering an append failed', error);
-      outgoing.destroy();
-    });
+    answer(url, plainHeaders(incoming.headers), () => readBody(incoming), performance.now())
+      .then(({ status, text }) => {
+        if (!outgoing.destroyed) send(outgoing, status, text);
+      })
+      .catch((error: unknown) => {
+        logger.error('rivulet: answering an append failed', error);
+        outgoing.destroy();
+      });
     return true;
   };
 }

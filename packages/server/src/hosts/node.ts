@@ -34,7 +34,8 @@ import { itxReceiver } from '../rpc/itx-receiver.js';
 import { SessionClosers } from '../rpc/session-closers.js';
 import { processorWaker } from '../rpc/processor-waker.js';
 import { nodeAssets } from './node-assets.js';
-import { nativeAppend } from './node-append.js';
+import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './node-append.js';
+import { attachFront } from './node-front.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
 import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
@@ -62,6 +63,10 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   webhookSecret?: string;
   /** How webhook host names resolve (tests; default node:dns). */
   webhookResolver?: HostResolver;
+  /** How long an idle keep-alive connection stays open (node:http's `keepAliveTimeout`, default 5 s). */
+  keepAliveTimeoutMs?: number;
+  /** How long a request's head may take to arrive (node:http's `headersTimeout`, default 60 s). */
+  headersTimeoutMs?: number;
 }
 
 /** packages/ui/dist beside this package (dist/hosts/node.js → ../../../ui/dist). */
@@ -84,6 +89,8 @@ export interface RunningServer {
   readonly rpcSessions: number;
   /** Destroyed lifetimes' rows are still being deleted in the background (diagnostics, tests). */
   readonly erasing: boolean;
+  /** The connection front (node-front.ts): connections it still reads, and those handed to node:http. */
+  readonly front: { readonly connections: number; readonly handedOver: number };
   close(): Promise<void>;
 }
 
@@ -226,15 +233,19 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       ),
   });
   // Plain appends are answered on node:http directly (node-append.ts); everything else by the app.
-  const appendNatively = nativeAppend({
-    service,
-    tokens,
-    metrics,
-    maxBodyBytes: options.maxBodyBytes ?? Defaults.maxBodyBytes,
-    logger,
-  });
+  const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
+  const answerAppend = appendAnswerer({ service, tokens, metrics, maxBodyBytes, logger });
+  const appendNatively = nativeAppend(answerAppend, logger);
   const server = createServer((incoming, outgoing) => {
     if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
+  });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  if (options.headersTimeoutMs !== undefined) server.headersTimeout = options.headersTimeoutMs;
+  // Connections that only append are answered before node:http (node-front.ts).
+  const front = attachFront(server, {
+    answer: answerAppend,
+    rules: { maxBodyBytes, accepts: (target, hostHeader) => isPlainAppendTarget(target) && isPlainHost(hostHeader) },
+    log: (message, error) => logger.error(message, error),
   });
   const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
   await new Promise<void>((resolvePromise, reject) => {
@@ -268,6 +279,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     get erasing() {
       return purger.active;
     },
+    front,
     close() {
       closing ??= (async () => {
         ready = false;
@@ -277,6 +289,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         delivery.close();
         webhooks.close();
         purger.stop();
+        front.close();
         await new Promise<void>((res) => {
           server.close(() => res());
           server.closeAllConnections();
