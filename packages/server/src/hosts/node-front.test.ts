@@ -173,6 +173,9 @@ describe('the connection front', () => {
     expect((JSON.parse(read.body) as { events: Array<{ type: string }> }).events.map((e) => e.type), read.body).toEqual(['events.iterate.com/stream/created', 't/1']);
     expect(offsets(second)).toEqual([3]);
     expect(server.front.handedOver).toBe(handedOver + 1);
+    const metrics = await fetch(`${server.url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(new RegExp(`^rivulet_http_handovers_total ${server.front.handedOver}$`, 'm'));
+    expect(metrics).toMatch(/^rivulet_http_front_connections \d+$/m);
     raw.end();
     await raw.untilClosed();
   });

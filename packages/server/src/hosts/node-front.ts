@@ -23,11 +23,14 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { readRequestHead, type HeadRules, type PlainRequest } from './http1-request.js';
 import { JSON_TYPE, type AppendAnswerer } from './node-append.js';
+import type { Counter, MetricsRegistry } from '../engine/metrics.js';
 
 export interface FrontOptions {
   answer: AppendAnswerer;
   rules: HeadRules;
   log(message: string, error: unknown): void;
+  /** Where `rivulet_http_front_connections` and `rivulet_http_handovers_total` are kept. */
+  metrics?: MetricsRegistry;
 }
 
 export interface Front {
@@ -204,6 +207,7 @@ class FrontConnection {
     this.done = true;
     this.owner.connections.delete(this);
     this.owner.handedOver++;
+    this.owner.handovers?.inc();
     const socket = this.socket;
     socket.off('data', this.onData);
     socket.off('end', this.onEnd);
@@ -247,6 +251,7 @@ interface FrontState {
   log(message: string, error: unknown): void;
   connections: Set<FrontConnection>;
   handedOver: number;
+  handovers: Counter | undefined;
   closing: boolean;
 }
 
@@ -265,8 +270,11 @@ export function attachFront(server: Server, options: FrontOptions): Front {
     log: options.log,
     connections: new Set(),
     handedOver: 0,
+    handovers: options.metrics?.counter('rivulet_http_handovers_total', 'Connections the front handed to node:http (their first request other than a plain append)'),
     closing: false,
   };
+  const open = options.metrics?.gauge('rivulet_http_front_connections', 'Connections whose requests the front answers (plain appends so far)');
+  if (open) open.collect = () => [{ labels: {}, value: state.connections.size }];
   let sweep: NodeJS.Timeout | null = null;
   const sweepEvery = () => {
     const limits = [server.keepAliveTimeout, server.headersTimeout, server.requestTimeout].filter((ms) => ms > 0);

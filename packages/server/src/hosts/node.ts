@@ -246,6 +246,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     answer: answerAppend,
     rules: { maxBodyBytes, accepts: (target, hostHeader) => isPlainAppendTarget(target) && isPlainHost(hostHeader) },
     log: (message, error) => logger.error(message, error),
+    metrics: metrics.registry,
   });
   const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
   await new Promise<void>((resolvePromise, reject) => {
