@@ -6,15 +6,18 @@
  *   format2        the rowid table and its unique (sid, ofs) index, plus the streams row updated
  *                  per append (what format 2 wrote)
  *   rowid+index    the same without the streams row (format 3: the streams row is a checkpoint)
+ *   rowid-only     the rowid table without any (sid, ofs) index: what the index costs (an upper bound
+ *                  of what writing it later, in batches, could save)
  *   without-rowid  PRIMARY KEY (sid, ofs) WITHOUT ROWID
  *   split          WITHOUT ROWID, bodies above 900 bytes in a rowid side table
  *
  * Per body size: µs per transaction, WAL frames (pages) written per transaction, database bytes per
  * event, and µs per event reading 500-event ranges. `--group N` inserts N events per transaction
- * (a group commit), `--random` picks each event's stream at random instead of in turn.
+ * (a group commit), `--random` picks each event's stream at random instead of in turn, `--page-size`
+ * sets SQLite's page size of the new database (default 4096).
  *
  *   node bench/append/events-table.mjs [--events 4000] [--streams 10] [--sizes 150,600,1200,2500,6000]
- *        [--group 1] [--random] [--layouts format2,rowid+index,without-rowid,split]
+ *        [--group 1] [--random] [--page-size 4096] [--layouts format2,rowid+index,rowid-only,without-rowid,split]
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     group: { type: 'string', default: '1' },
     random: { type: 'boolean', default: false },
     layouts: { type: 'string' },
+    'page-size': { type: 'string', default: '4096' },
   },
 });
 /** Inserts per transaction (a group commit of that many appends). */
@@ -38,6 +42,7 @@ const GROUP = Number(values.group);
 const EVENTS = Number(values.events);
 const STREAMS = Number(values.streams);
 const SIZES = values.sizes.split(',').map(Number);
+const PAGE = Number(values['page-size']);
 
 const LAYOUTS = {
   // format 2 as it was: the rowid table and its index, plus the streams row rewritten per append.
@@ -50,6 +55,11 @@ const LAYOUTS = {
     `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
        idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
     `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`,
+  ],
+  // Upper bound of what a lazily written index could save: no (sid, ofs) index at all.
+  'rowid-only': [
+    `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
+       idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
   ],
   'without-rowid': [
     `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
@@ -85,7 +95,7 @@ function walFrames(db, file) {
     // no WAL yet
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
-  return size <= 32 ? 0 : (size - 32) / (4096 + 24);
+  return size <= 32 ? 0 : (size - 32) / (PAGE + 24);
 }
 
 function measure(layout, size) {
@@ -93,6 +103,7 @@ function measure(layout, size) {
   try {
     const file = join(dir, 'e.db');
     const db = new Database(file);
+    db.pragma(`page_size = ${PAGE}`);
     db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
