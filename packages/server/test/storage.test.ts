@@ -8,7 +8,7 @@
  * wrap the statements it prepares (to count COMMITs), a second connection sees what is really
  * committed, and a deferred foreign-key violation makes a COMMIT fail on demand.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -140,6 +140,28 @@ describe('SqliteStorage adapter specifics', () => {
       s.close();
       expect(rows(other)).toBe(1);
     });
+
+    it('a connection refused while its pragmas are set is closed, not left to the garbage collector', () => {
+      const s = storage({ exclusive: true });
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);
+      s.db.exec('BEGIN IMMEDIATE');
+      // File handles of this process on the database's folder.
+      const handles = () =>
+        readdirSync('/proc/self/fd').filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir);
+          } catch {
+            return false; // the listing's own handle, gone already
+          }
+        }).length;
+      // The other connection's busy timeout (5 s) is spent first: the holder is exclusive.
+      expect(() => new SqliteStorage(file, { exclusive: true })).toThrow(/locked/);
+      s.db.exec('ROLLBACK');
+      s.close();
+      // SQLite closes a refused connection's file only once no connection of the process holds a
+      // lock on it; a connection left open would keep it.
+      expect(handles()).toBe(0);
+    }, 20_000);
 
     it('full: a group with a durable write syncs the WAL once; a group of only non-durable writes does not', async () => {
       const s = storage();

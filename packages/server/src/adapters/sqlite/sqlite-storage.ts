@@ -77,14 +77,20 @@ export class SqliteStorage implements SqlStorage {
     this.filename = filename;
     this.groupCommit = options.groupCommit ?? true;
     const wal = filename !== ':memory:';
-    if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
-    if (wal) this.db.pragma('journal_mode = WAL');
     this.syncWal = wal && options.durability !== 'relaxed';
-    this.db.pragma(`synchronous = ${wal ? 'NORMAL' : 'FULL'}`);
-    this.db.pragma('busy_timeout = 5000');
-    // A larger checkpoint interval roughly doubled batched throughput (PERFORMANCE-NOTES).
-    this.db.pragma('wal_autocheckpoint = 4000');
-    this.db.pragma('foreign_keys = OFF');
+    try {
+      if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
+      if (wal) this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${wal ? 'NORMAL' : 'FULL'}`);
+      this.db.pragma('busy_timeout = 5000');
+      // A larger checkpoint interval roughly doubled batched throughput (PERFORMANCE-NOTES).
+      this.db.pragma('wal_autocheckpoint = 4000');
+      this.db.pragma('foreign_keys = OFF');
+    } catch (error) {
+      // Refused (another program holds the file, say): the caller gets no storage to close.
+      this.db.close();
+      throw error;
+    }
   }
 
   private statement(sql: string): Database.Statement {
