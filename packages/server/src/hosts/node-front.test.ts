@@ -399,6 +399,25 @@ describe('the connection front, driven byte by byte', () => {
     expect(answered).toEqual([]);
   });
 
+  it('answers every request sent before the client half-closed, then ends the connection', async () => {
+    const { socket, answered } = setUp();
+    socket.emit('data', Buffer.from(request + request + request));
+    socket.emit('end');
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toHaveLength(3);
+    expect(socket.written.map((w) => /Connection: (\S+)/.exec(w)![1])).toEqual(['keep-alive', 'keep-alive', 'close']);
+    expect(socket.ended).toBe(true);
+  });
+
+  it('ends a half-closed connection whose last request can never complete', async () => {
+    const { socket, answered } = setUp();
+    socket.emit('data', Buffer.from(request + request.slice(0, 20)));
+    socket.emit('end');
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toHaveLength(1);
+    expect(socket.ended).toBe(true);
+  });
+
   it('hands over after the answers before the other request, with that request and all after it', async () => {
     const { socket, taken, answered } = setUp();
     const other = get('/healthz');

@@ -169,7 +169,8 @@ class FrontConnection {
 
   private answered(request: PlainRequest, status: number, text: string): void {
     if (this.done || this.socket.destroyed) return;
-    const close = request.close || this.clientEnded || this.owner.closing;
+    // After the client's half-close, requests it sent before are still answered, then it ends.
+    const close = request.close || this.owner.closing || (this.clientEnded && this.buffered === 0);
     const keepAlive = close ? 'close' : `keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.owner.server.keepAliveTimeout / 1000)}`;
     this.socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
@@ -192,6 +193,8 @@ class FrontConnection {
       this.socket.resume();
     }
     if (this.phase === 'head') this.advance();
+    // Half-closed: what is left can never become a whole request.
+    if (this.clientEnded && this.phase !== 'answering') this.finish();
   };
 
   /** Ends the connection after what was written (the client's half-close, `Connection: close`). */
