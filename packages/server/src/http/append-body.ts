@@ -2,12 +2,24 @@
  * The append request and answer (API.md §3 POST /v1/streams/{path}), shared by the Hono route and
  * the Node host's native append path so that both validate and answer alike.
  */
-import { EventBatchSchema, EventInputSchema, parseOrThrow, type CommittedEvent, type EventInput } from '@rivulet/contract';
+import {
+  EventBatchSchema,
+  EventInputSchema,
+  parseOrThrow,
+  plainEventBatch,
+  plainEventInput,
+  type CommittedEvent,
+  type EventInput,
+} from '@rivulet/contract';
 import { committedJson } from '../engine/event-json.js';
 
-/** One event or an array; judged by shape first, so that a failure names the field. */
+/**
+ * One event or an array; judged by shape first, so that a failure names the field. The common
+ * events are checked by hand (plainEventInput); anything else, and every failure, is the schema's.
+ */
 export function parseAppendBody(body: unknown): EventInput[] {
-  return Array.isArray(body) ? parseOrThrow(EventBatchSchema, body, 'events') : [parseOrThrow(EventInputSchema, body, 'event')];
+  if (Array.isArray(body)) return plainEventBatch(body) ?? parseOrThrow(EventBatchSchema, body, 'events');
+  return [plainEventInput(body) ?? parseOrThrow(EventInputSchema, body, 'event')];
 }
 
 /** `{"events": [...]}` built from the JSON text each fresh event was stored as. */
