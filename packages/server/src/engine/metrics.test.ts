@@ -32,6 +32,14 @@ describe('Prometheus text rendering', () => {
     expect(samples(r.render(), 'appends_total')).toEqual(['appends_total 3', 'appends_total{code="CONFLICT",route="/a"} 5']);
   });
 
+  it('one series per label set, whatever order its labels are written in', () => {
+    const r = new MetricsRegistry();
+    const h = r.histogram('h', 'H', [1]);
+    const orders = [{ a: '1', b: '2', c: '3' }, { b: '2', a: '1', c: '3' }, { c: '3', b: '2', a: '1' }, { a: '1', c: '3', b: '2' }, { 10: 'x', 9: 'y', a: '1' }];
+    for (const labels of orders) h.observe(0.5, labels);
+    expect(samples(r.render(), 'h').filter((l) => l.startsWith('h_count'))).toEqual(['h_count{a="1",b="2",c="3"} 4', 'h_count{10="x",9="y",a="1"} 1']);
+  });
+
   it('gauges: set, inc and dec; an unset gauge renders no sample', () => {
     const r = new MetricsRegistry();
     const g = r.gauge('readers', 'Readers');

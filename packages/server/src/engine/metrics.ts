@@ -16,12 +16,19 @@ const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 // Every append touches several series, so the key of a label set is built without intermediate
 // arrays, and values with nothing to escape (nearly all) skip the replacements.
-function labelKey(labels: Labels): string {
+function labelKey(labels: Labels | undefined): string {
+  if (labels === undefined) return '';
   const keys = Object.keys(labels);
   if (keys.length === 0) return '';
-  if (keys.length > 1) keys.sort();
+  // Callers nearly always write the labels in order already; sorting costs more than checking.
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1]! > keys[i]!) {
+      keys.sort();
+      break;
+    }
+  }
   let key = '';
-  for (const k of keys) key += `${key === '' ? '' : ','}${k}="${escapeLabel(labels[k]!)}"`;
+  for (let i = 0; i < keys.length; i++) key += `${i === 0 ? '' : ','}${keys[i]}="${escapeLabel(labels[keys[i]!]!)}"`;
   return key;
 }
 
@@ -35,11 +42,11 @@ function escapeLabel(value: string): string {
 export class Counter {
   readonly values = new Map<string, number>();
   constructor(readonly family: Family) {}
-  inc(labels: Labels = {}, by = 1): void {
+  inc(labels?: Labels, by = 1): void {
     const key = labelKey(labels);
     this.values.set(key, (this.values.get(key) ?? 0) + by);
   }
-  get(labels: Labels = {}): number {
+  get(labels?: Labels): number {
     return this.values.get(labelKey(labels)) ?? 0;
   }
 }
@@ -49,14 +56,14 @@ export class Gauge {
   /** A gauge may be computed at scrape time instead of being set. */
   collect: (() => Array<{ labels: Labels; value: number }>) | undefined;
   constructor(readonly family: Family) {}
-  set(value: number, labels: Labels = {}): void {
+  set(value: number, labels?: Labels): void {
     this.values.set(labelKey(labels), value);
   }
-  inc(labels: Labels = {}, by = 1): void {
+  inc(labels?: Labels, by = 1): void {
     const key = labelKey(labels);
     this.values.set(key, (this.values.get(key) ?? 0) + by);
   }
-  dec(labels: Labels = {}, by = 1): void {
+  dec(labels?: Labels, by = 1): void {
     this.inc(labels, -by);
   }
 }
@@ -67,7 +74,7 @@ export class Histogram {
     readonly family: Family,
     readonly buckets: readonly number[] = DEFAULT_BUCKETS,
   ) {}
-  observe(value: number, labels: Labels = {}): void {
+  observe(value: number, labels?: Labels): void {
     const key = labelKey(labels);
     let s = this.series.get(key);
     if (!s) {
