@@ -44,6 +44,18 @@ describe('utf8Length', () => {
     );
   });
 
+  it('equals Buffer.byteLength on ASCII text with other characters anywhere in it (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 300 }), fc.string({ unit: codeUnit, maxLength: 8 }), fc.nat(), (ascii, other, at) => {
+        const cut = at % (ascii.length + 1);
+        const text = ascii.slice(0, cut) + other + ascii.slice(cut);
+        expect(utf8Length(text)).toBe(Buffer.byteLength(text, 'utf8'));
+        expect(utf8Length(ascii)).toBe(ascii.length);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('measures JSON text as stored', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {
