@@ -94,6 +94,11 @@ class FrontConnection {
     socket.on('close', this.onClose);
   }
 
+  /** A request is being answered (read through a getter: advance() changes the phase). */
+  private get answering(): boolean {
+    return this.phase === 'answering';
+  }
+
   private readonly onData = (chunk: Buffer): void => {
     if (this.done) return;
     if (this.phase === 'idle') {
@@ -116,7 +121,7 @@ class FrontConnection {
 
   private readonly onEnd = (): void => {
     this.clientEnded = true;
-    if (this.phase !== 'answering') this.finish();
+    if (!this.answering) this.finish();
   };
 
   private readonly onError = (): void => {
@@ -194,7 +199,7 @@ class FrontConnection {
     }
     if (this.phase === 'head') this.advance();
     // Half-closed: what is left can never become a whole request.
-    if (this.clientEnded && this.phase !== 'answering') this.finish();
+    if (this.clientEnded && !this.answering) this.finish();
   };
 
   /** Ends the connection after what was written (the client's half-close, `Connection: close`). */
