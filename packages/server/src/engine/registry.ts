@@ -7,6 +7,8 @@ import { StreamActor, type ActorDeps } from './actor.js';
 
 export class StreamRegistry {
   private readonly actors = new Map<string, StreamActor>();
+  /** The actor set into `actors` last: the end of its least-recently-used order while it is there. */
+  private newest: StreamActor | undefined;
 
   constructor(
     private readonly deps: ActorDeps,
@@ -24,12 +26,16 @@ export class StreamRegistry {
   get(projectId: string | null, path: string): StreamActor {
     const key = StreamRegistry.key(projectId, path);
     let actor = this.actors.get(key);
-    if (actor) {
-      this.actors.delete(key);
-    } else {
-      actor = new StreamActor(projectId, path, this.deps);
+    // The actor set last is the most recently used already (a stream appended to again and again).
+    if (actor !== this.newest || actor === undefined) {
+      if (actor) {
+        this.actors.delete(key);
+      } else {
+        actor = new StreamActor(projectId, path, this.deps);
+      }
+      this.actors.set(key, actor);
+      this.newest = actor;
     }
-    this.actors.set(key, actor);
     if (this.actors.size > this.maxActors) this.evict();
     return actor;
   }
