@@ -263,6 +263,70 @@ describe('SqliteStorage adapter specifics', () => {
       expect(s.epoch).toBe(0);
     });
 
+    it('a singleWrite member of a group runs without a savepoint and commits with the group', async () => {
+      const s = storage();
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);
+      const prepared: string[] = [];
+      const prepare = s.db.prepare.bind(s.db);
+      s.db.prepare = ((sql: string) => (prepared.push(sql), prepare(sql))) as typeof s.db.prepare;
+      const counter = countCommits(s);
+      for (const v of ['a', 'b', 'c']) s.transaction(() => s.run(`INSERT INTO t (v) VALUES (?)`, v), { singleWrite: true });
+      await s.flush();
+      expect(counter.commits).toBe(1);
+      expect(prepared.filter((sql) => /SAVEPOINT|RELEASE/.test(sql))).toEqual([]);
+      expect(reader().prepare(`SELECT v FROM t ORDER BY id`).pluck().all()).toEqual(['a', 'b', 'c']);
+    });
+
+    it('a singleWrite member whose one write fails leaves nothing behind; the group commits the rest', async () => {
+      const s = storage();
+      s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);
+      s.run(`INSERT INTO t (v) VALUES ('a')`);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('b')`));
+      // Reads do not count as writes.
+      expect(() =>
+        s.transaction(
+          () => {
+            s.exec(`SELECT v FROM t`);
+            s.run(`INSERT INTO t (v) VALUES ('a')`);
+          },
+          { singleWrite: true },
+        ),
+      ).toThrow(/UNIQUE/);
+      s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('c')`), { singleWrite: true });
+      await s.flush();
+      expect(reader().prepare(`SELECT v FROM t ORDER BY id`).pluck().all()).toEqual(['a', 'b', 'c']);
+      expect(s.epoch).toBe(0);
+    });
+
+    it('a singleWrite member that writes twice, or fails after its write, fails its whole group', async () => {
+      for (const second of [() => undefined, (s: SqliteStorage) => s.run(`INSERT INTO t (v) VALUES ('x2')`)]) {
+        const s = storage();
+        s.run(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);
+        s.run(`DELETE FROM t`);
+        const before = s.epoch;
+        s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('a')`));
+        const flushed = s.flush();
+        expect(() =>
+          s.transaction(
+            () => {
+              s.run(`INSERT INTO t (v) VALUES ('x')`);
+              second(s);
+              throw new Error('after the write');
+            },
+            { singleWrite: true },
+          ),
+        ).toThrow(second.length === 0 ? /after the write/ : /declared singleWrite ran a second writing statement/);
+        await expect(flushed).rejects.toThrow();
+        expect(s.epoch).toBe(before + 1);
+        expect(s.db.inTransaction).toBe(false);
+        // Nothing of the group was committed; the next transaction starts a new group.
+        s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('c')`), { singleWrite: true });
+        await s.flush();
+        expect(s.exec<{ v: string }>(`SELECT v FROM t ORDER BY id`).map((r) => r.v)).toEqual(['c']);
+        s.close();
+      }
+    });
+
     it('a group whose only transaction failed commits nothing and its flush resolves', async () => {
       const s = storage();
       s.run(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)`);

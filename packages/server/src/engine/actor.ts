@@ -62,6 +62,7 @@ export interface ReadRawResult {
 }
 
 const PRUNE_INTERVAL_MS = 10_000;
+const SINGLE_WRITE = { singleWrite: true } as const;
 
 // createdAt of the last millisecond asked for: the appends of one millisecond (a group commit's
 // worth) share one Date and one toISOString.
@@ -207,39 +208,45 @@ export class StreamActor {
     if (decision.fresh.length === 0) return decision;
     let checkpoint = loaded.checkpoint;
     let pruned = loaded.lastPruneMs;
-    store.storage.transaction(() => {
-      let sid = loaded.sid;
-      if (sid === null) {
-        const created = decision.fresh[0]!.event;
-        sid = store.create(this.projectId, this.path, (created.payload as { streamId: string }).streamId, created.createdAt);
-      }
-      for (const { event, json } of decision.fresh) {
-        store.insertEvent(sid, {
-          offset: event.offset,
-          type: event.type,
-          ephemeral: event.ephemeral === true,
-          idempotencyKey: event.idempotencyKey,
-          createdMs: nowMs,
-          json,
-        });
-      }
-      const prune = nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS;
-      // The streams row is a checkpoint (schema.ts): an append that changes only the counters
-      // leaves it until it is checkpointEvery behind. A prune deletes events, so it saves the
-      // checkpoint at the new head first: the head is derived from the rows above it.
-      if (decision.stateJson !== null || prune || decision.head - loaded.checkpoint >= store.checkpointEvery) {
-        store.saveHead(sid, decision.head, decision.state, decision.stateJson);
-        checkpoint = decision.head;
-      }
-      if (prune) {
-        store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
-        pruned = nowMs;
-      }
-      if (decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound) {
-        loaded.subscriptions.repair(decision.state, sid);
-      }
-      loaded.sid = sid;
-    });
+    const prune = nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS;
+    // The streams row is a checkpoint (schema.ts): an append that changes only the counters
+    // leaves it until it is checkpointEvery behind. A prune deletes events, so it saves the
+    // checkpoint at the new head first: the head is derived from the rows above it.
+    const saveHead = decision.stateJson !== null || prune || decision.head - loaded.checkpoint >= store.checkpointEvery;
+    const repair = decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound;
+    // The common append (one event, an existing stream, nothing else due) is one INSERT, which
+    // undoes itself if it fails: the storage may skip the savepoint of a group member.
+    const singleWrite = loaded.sid !== null && decision.fresh.length === 1 && !saveHead && !prune && !repair;
+    store.storage.transaction(
+      () => {
+        let sid = loaded.sid;
+        if (sid === null) {
+          const created = decision.fresh[0]!.event;
+          sid = store.create(this.projectId, this.path, (created.payload as { streamId: string }).streamId, created.createdAt);
+        }
+        for (const { event, json } of decision.fresh) {
+          store.insertEvent(sid, {
+            offset: event.offset,
+            type: event.type,
+            ephemeral: event.ephemeral === true,
+            idempotencyKey: event.idempotencyKey,
+            createdMs: nowMs,
+            json,
+          });
+        }
+        if (saveHead) {
+          store.saveHead(sid, decision.head, decision.state, decision.stateJson);
+          checkpoint = decision.head;
+        }
+        if (prune) {
+          store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
+          pruned = nowMs;
+        }
+        if (repair) loaded.subscriptions.repair(decision.state, sid);
+        loaded.sid = sid;
+      },
+      singleWrite ? SINGLE_WRITE : undefined,
+    );
     for (const { event, json } of decision.fresh) rememberJson(event, json);
     loaded.state = decision.state;
     loaded.stateBytes = decision.stateBytes;

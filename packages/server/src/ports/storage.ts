@@ -23,6 +23,13 @@ export type SqlRow = Record<string, SqlValue>;
 export interface TransactionOptions {
   /** Default true: the commit survives a power loss (per the adapter's durability setting). */
   durable?: boolean;
+  /**
+   * `fn` runs at most one writing statement. One statement undoes itself when it fails, so an
+   * adapter that commits transactions in groups may skip what it does to undo a failed one alone
+   * (a savepoint). Should `fn` fail after a write all the same (a second write is refused), the
+   * adapter undoes the whole group instead, as for a group that fails to commit.
+   */
+  singleWrite?: boolean;
 }
 
 export interface SqlStorage {

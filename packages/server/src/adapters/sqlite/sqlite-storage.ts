@@ -63,6 +63,8 @@ export class SqliteStorage implements SqlStorage {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly groupCommit: boolean;
   private depth = 0;
+  /** Inside an unguarded (singleWrite) transaction: its writes so far; -1 outside one. */
+  private unguardedWrites = -1;
   private group: Deferred | null = null;
   private groupDurable = false;
   private readonly syncWal: boolean;
@@ -105,12 +107,17 @@ export class SqliteStorage implements SqlStorage {
   exec<R extends object>(sql: string, ...params: SqlValue[]): R[] {
     const stmt = this.statement(sql);
     if (stmt.reader) return stmt.all(...params) as R[];
+    if (this.unguardedWrites >= 0) this.guardWrite();
     stmt.run(...params);
+    if (this.unguardedWrites >= 0) this.unguardedWrites++;
     return [];
   }
 
   run(sql: string, ...params: SqlValue[]): number {
-    return this.statement(sql).run(...params).changes;
+    if (this.unguardedWrites >= 0) this.guardWrite();
+    const changes = this.statement(sql).run(...params).changes;
+    if (this.unguardedWrites >= 0) this.unguardedWrites++;
+    return changes;
   }
 
   transaction<T>(fn: () => T, options?: TransactionOptions): T {
@@ -119,36 +126,50 @@ export class SqliteStorage implements SqlStorage {
     // Alone in the SQLite transaction (see the header): no savepoint needed.
     const alone = this.depth === 0 && !this.db.inTransaction;
     if (alone) this.statement('BEGIN').run();
+    // One writing statement undoes itself: a member of a group that runs only one needs no
+    // savepoint either (TransactionOptions.singleWrite); run() refuses a second write.
+    const unguarded = !alone && this.depth === 0 && options?.singleWrite === true;
+    if (unguarded) this.unguardedWrites = 0;
     if (options?.durable !== false) this.groupDurable = true;
     this.depth++;
-    if (!alone) this.statement('SAVEPOINT tx').run();
+    if (!alone && !unguarded) this.statement('SAVEPOINT tx').run();
     let failed = false;
     try {
       const result = fn();
-      if (!alone) this.statement('RELEASE tx').run();
+      if (!alone && !unguarded) this.statement('RELEASE tx').run();
       return result;
     } catch (error) {
       failed = true;
       if (alone) {
         // Everything in the SQLite transaction is this one's: undo it all; the group lives on.
         if (this.db.inTransaction) this.statement('ROLLBACK').run();
-      } else if (this.db.inTransaction) {
+      } else if (unguarded && this.db.inTransaction && this.unguardedWrites === 0) {
+        // Its only write failed and undid itself: nothing of it is left; the group lives on.
+      } else if (this.db.inTransaction && !unguarded) {
         this.statement('ROLLBACK TO tx').run();
         this.statement('RELEASE tx').run();
       } else {
         // The statement rolled back the whole SQLite transaction (INSERT OR ROLLBACK, some I/O
-        // errors): every savepoint of the group went with it, so the group has failed as a whole.
+        // errors), or an unguarded transaction failed after a write it cannot undo alone: the
+        // group fails as a whole.
+        if (this.db.inTransaction) this.statement('ROLLBACK').run();
         this.failGroup(error);
       }
       throw error;
     } finally {
       this.depth--;
+      if (unguarded) this.unguardedWrites = -1;
       if (this.depth === 0 && !this.groupCommit) {
         const error = this.commitGroup();
         // Without group commit the caller must learn of a failed commit here, not from flush().
         if (error !== undefined && !failed) throw error;
       }
     }
+  }
+
+  /** Counts the writes of an unguarded transaction; refuses a second one. */
+  private guardWrite(): void {
+    if (this.unguardedWrites > 0) throw new Error('storage: a transaction declared singleWrite ran a second writing statement');
   }
 
   private failGroup(error: unknown): void {
