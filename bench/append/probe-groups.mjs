@@ -1,7 +1,8 @@
 /**
  * Optional preload for the Rivulet server child (`run.mjs --probe`): wraps better-sqlite3's
  * Statement#run to measure group commit from the outside, without touching packages/. Counts, per
- * BEGIN..COMMIT group, the savepoints (one per append transaction) and the event rows inserted,
+ * BEGIN..COMMIT group, the savepoints and the event rows inserted (one-event appends to an existing
+ * stream join a group without a savepoint, so event rows are what counts appends),
  * and times the COMMIT statement (where the fsync happens) and the whole group. Prints one line
  * "PROBE {json}" on stderr when the process exits.
  */

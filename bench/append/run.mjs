@@ -246,7 +246,7 @@ async function main() {
           if (r.probe) {
             const p = r.probe;
             console.log(
-              `      probe: ${p.commits} commits, appends/commit mean ${p.savepointsPerCommit?.mean.toFixed(1)} p50 ${p.savepointsPerCommit?.p50} max ${p.savepointsPerCommit?.max}, COMMIT ms p50 ${fmtMs(p.commitMs?.p50)} p99 ${fmtMs(p.commitMs?.p99)}, time in COMMIT ${((p.commitTotalMs / p.uptimeMs) * 100).toFixed(0)}% of uptime`,
+              `      probe: ${p.commits} commits, event rows/commit mean ${p.eventRowsPerCommit?.mean.toFixed(1)} p50 ${p.eventRowsPerCommit?.p50} max ${p.eventRowsPerCommit?.max}, COMMIT ms p50 ${fmtMs(p.commitMs?.p50)} p99 ${fmtMs(p.commitMs?.p99)}, time in COMMIT ${((p.commitTotalMs / p.uptimeMs) * 100).toFixed(0)}% of uptime`,
             );
           }
         }
