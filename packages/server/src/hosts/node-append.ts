@@ -1,7 +1,9 @@
 /**
  * The Node host answers a plain append (`POST /v1/streams/{path}` with a declared body length)
- * straight on node:http, beside the Hono app, with the same functions the app's route uses
- * (stream-url, auth, body, append-body, the error mapping) and the same metrics.
+ * without the Hono app, with the same functions the app's route uses (stream-url, auth, body,
+ * append-body, the error mapping) and the same metrics. `appendAnswerer` is that work; it serves
+ * the connection front (node-front.ts), which answers connections that only append, and
+ * `nativeAppend`, which answers such a request on node:http once a connection was handed over.
  *
  * Why: one sequential client pays every fixed cost of a request once per append, and on this host
  * the web Request/Response objects, the adapter and the middleware chain were a measurable share
