@@ -19,7 +19,7 @@ import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
-import { rememberJson } from './event-json.js';
+import { isoAt, writeDecision, type Loaded } from './actor-commit.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 
 export interface ActorDeps {
@@ -29,19 +29,6 @@ export interface ActorDeps {
   config: EngineConfig;
   /** Called after every durable commit of this stream (post-commit work; must not throw). */
   afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
-}
-
-interface Loaded {
-  epoch: number;
-  sid: number | null;
-  state: CoreState | null;
-  stateBytes: number;
-  head: number;
-  /** The head saved in the streams row (its checkpoint, StreamStore.find). */
-  checkpoint: number;
-  lastCreatedMs: number;
-  lastPruneMs: number;
-  subscriptions: SubscriptionRuntime;
 }
 
 /** Called inside an append's synchronous section, right after its rows are written (before durability). */
@@ -59,21 +46,6 @@ export interface ReadRawResult {
   streamMaxOffset: number;
   /** Committed events as stored JSON text, in offset order. */
   events: RawEvent[];
-}
-
-const PRUNE_INTERVAL_MS = 10_000;
-const SINGLE_WRITE = { singleWrite: true } as const;
-
-// createdAt of the last millisecond asked for: the appends of one millisecond (a group commit's
-// worth) share one Date and one toISOString.
-let isoMs = Number.NaN;
-let isoText = '';
-function isoAt(ms: number): string {
-  if (ms !== isoMs) {
-    isoText = new Date(ms).toISOString();
-    isoMs = ms;
-  }
-  return isoText;
 }
 
 export class StreamActor {
@@ -206,54 +178,7 @@ export class StreamActor {
       inputs,
     );
     if (decision.fresh.length === 0) return decision;
-    let checkpoint = loaded.checkpoint;
-    let pruned = loaded.lastPruneMs;
-    const prune = nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS;
-    // The streams row is a checkpoint (schema.ts): an append that changes only the counters
-    // leaves it until it is checkpointEvery behind. A prune deletes events, so it saves the
-    // checkpoint at the new head first: the head is derived from the rows above it.
-    const saveHead = decision.stateJson !== null || prune || decision.head - loaded.checkpoint >= store.checkpointEvery;
-    const repair = decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound;
-    // The common append (one event, an existing stream, nothing else due) is one INSERT, which
-    // undoes itself if it fails: the storage may skip the savepoint of a group member.
-    const singleWrite = loaded.sid !== null && decision.fresh.length === 1 && !saveHead && !prune && !repair;
-    store.storage.transaction(
-      () => {
-        let sid = loaded.sid;
-        if (sid === null) {
-          const created = decision.fresh[0]!.event;
-          sid = store.create(this.projectId, this.path, (created.payload as { streamId: string }).streamId, created.createdAt);
-        }
-        for (const { event, json } of decision.fresh) {
-          store.insertEvent(sid, {
-            offset: event.offset,
-            type: event.type,
-            ephemeral: event.ephemeral === true,
-            idempotencyKey: event.idempotencyKey,
-            createdMs: nowMs,
-            json,
-          });
-        }
-        if (saveHead) {
-          store.saveHead(sid, decision.head, decision.state, decision.stateJson);
-          checkpoint = decision.head;
-        }
-        if (prune) {
-          store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
-          pruned = nowMs;
-        }
-        if (repair) loaded.subscriptions.repair(decision.state, sid);
-        loaded.sid = sid;
-      },
-      singleWrite ? SINGLE_WRITE : undefined,
-    );
-    for (const { event, json } of decision.fresh) rememberJson(event, json);
-    loaded.state = decision.state;
-    loaded.stateBytes = decision.stateBytes;
-    loaded.head = decision.head;
-    loaded.checkpoint = checkpoint;
-    loaded.lastPruneMs = pruned;
-    loaded.lastCreatedMs = nowMs;
+    writeDecision(store, config, this.projectId, this.path, loaded, decision, nowMs);
     return decision;
   }
 
