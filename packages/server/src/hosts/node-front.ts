@@ -77,12 +77,12 @@ class FrontConnection {
   /** Pieces the current head has arrived in. */
   private headPieces = 0;
   /** When the current phase began (performance.now()): the timeouts count from here. */
-  since = performance.now();
+  private since = performance.now();
   /** Whether the first request has begun (before it, the idle limit is headersTimeout). */
   private served = false;
   private clientEnded = false;
   private paused = false;
-  done = false;
+  private done = false;
 
   constructor(
     readonly socket: Socket,
