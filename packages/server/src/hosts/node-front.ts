@@ -47,7 +47,7 @@ const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r
 /** Bytes buffered while an answer is pending before the socket stops reading. */
 const MAX_PENDING_BYTES = 256 * 1024;
 /**
- * A head arriving in more pieces than this goes to node:http, whose parser reads incrementally:
+ * A head still incomplete after this many pieces goes to node:http, whose parser reads incrementally:
  * the front joins a head's pieces before reading it, which a head sent a byte at a time would
  * make quadratic. A producer's appends arrive in one or two pieces.
  */
