@@ -52,7 +52,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'node', include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'] },
+        test: { name: 'node', include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'bench/**/*.test.mjs'] },
       },
       {
         extends: true,

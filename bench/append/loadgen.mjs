@@ -1,11 +1,17 @@
 /**
- * The load generator of bench/append: closed-loop clients over node:http with a keep-alive Agent
- * (one socket per client). Every client sends one request, waits for the whole answer, sends the
- * next. Requests finishing inside the measurement window (after the warm-up) count; latency is
- * from writing the request to the end of the answer.
+ * The load generator of bench/append: closed-loop clients, one keep-alive connection each. Every
+ * client sends one request, waits for the whole answer, sends the next. Requests finishing inside
+ * the measurement window (after the warm-up) count; latency is from writing the request to the end
+ * of the answer.
+ *
+ * Two clients: `raw` (raw-http-client.mjs, the default of bench/append since 2026-11-30 14:00) and
+ * `http` (node:http with a keep-alive Agent, one socket per client; what every earlier result
+ * used). node:http costs ~50 µs of generator CPU per request, enough to saturate a core under
+ * scenario (b) on this 2-core machine; see bench/README.
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { RawConnection } from './raw-http-client.mjs';
 
 const TEXT = 'the quick brown fox jumps over the lazy dog 0123456789';
 
@@ -43,6 +49,7 @@ function percentile(sorted, p) {
  * @param {number} o.batch  events per request
  * @param {number} o.warmupMs
  * @param {number} o.durationMs  measurement window
+ * @param {'raw' | 'http'} [o.client]  the HTTP client (default http)
  */
 export async function runLoad(o) {
   const target = new URL(o.url);
@@ -58,7 +65,10 @@ export async function runLoad(o) {
   let counted = 0;
   let total = 0;
 
-  const post = (path, body) =>
+  const raw = o.client === 'raw' ? Array.from({ length: o.clients }, () => new RawConnection(target.hostname, Number(target.port))) : null;
+  const post = (c, path, body) =>
+    raw ? raw[c].request('POST', path, body) : httpPost(path, body);
+  const httpPost = (path, body) =>
     new Promise((resolve) => {
       const req = http.request(
         {
@@ -86,7 +96,7 @@ export async function runLoad(o) {
     for (let k = 0; ; k++) {
       const t0 = performance.now();
       if (t0 >= measureTo) return;
-      const { status, text } = await post(o.path(c, k), pool[(c * 7 + k) % pool.length]);
+      const { status, text } = await post(c, o.path(c, k), pool[(c * 7 + k) % pool.length]);
       const t1 = performance.now();
       statusCounts[status] = (statusCounts[status] ?? 0) + 1;
       total++;
@@ -107,10 +117,12 @@ export async function runLoad(o) {
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - started;
   agent.destroy();
+  for (const conn of raw ?? []) conn.close();
   latencies.sort((a, b) => a - b);
   const seconds = o.durationMs / 1000;
   return {
     clients: o.clients,
+    client: raw ? 'raw' : 'http',
     batch: o.batch,
     seconds,
     requests: counted,

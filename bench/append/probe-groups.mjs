@@ -60,6 +60,8 @@ process.on('exit', () => {
     commitMs: summary(groups.map((g) => g[2])),
     groupOpenMs: summary(groups.map((g) => g[3])),
     commitTotalMs,
+    // COMMITs above 1 ms: almost always the ones that ran a WAL checkpoint (wal_autocheckpoint).
+    slowCommits: { count: groups.filter((g) => g[2] > 1).length, totalMs: groups.reduce((s, g) => s + (g[2] > 1 ? g[2] : 0), 0) },
     otherStatementsMs: statementsMs,
     uptimeMs: performance.now(),
   };

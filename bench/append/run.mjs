@@ -35,6 +35,8 @@ const usage = `Usage: node bench/append/run.mjs [options]   (npm run bench:appen
   --streams N          streams of scenario b (default 100)
   --batch N            events per request of scenario c (default 100)
   --batch-clients N    concurrent clients of scenario c (default 1)
+  --client raw|http    the load generator's HTTP client (default raw; http = node:http, as before
+                       2026-11-30 14:00: it used ~50 µs of CPU per request, see bench/README)
   --only WHAT          rivulet | baseline: run one side of the HTTP comparison
   --variant NAME=PATH  also measure another server build (repeatable, interleaved with the others):
                        PATH is a packages/server dist folder (started by launch-dist.mjs; keep
@@ -60,6 +62,7 @@ const { values: flags } = parseArgs({
     batch: { type: 'string', default: '100' },
     'batch-clients': { type: 'string', default: '1' },
     only: { type: 'string' },
+    client: { type: 'string', default: 'raw' },
     variant: { type: 'string', multiple: true, default: [] },
     probe: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
@@ -86,6 +89,7 @@ const cfg = {
   batch: Number(flags.batch),
   cClients: Number(flags['batch-clients']),
   only: flags.only ?? null,
+  client: flags.client,
   variants: flags.variant.map((v) => {
     const at = v.indexOf('=');
     if (at <= 0) throw new Error(`--variant expects NAME=PATH, got ${v}`);
@@ -95,6 +99,7 @@ const cfg = {
   probe: flags.probe,
   profile: flags.profile,
 };
+if (cfg.client !== 'raw' && cfg.client !== 'http') throw new Error(`--client must be raw or http, got ${cfg.client}`);
 for (const m of cfg.modes) if (m !== 'full' && m !== 'relaxed') throw new Error(`unknown mode ${m}`);
 for (const s of cfg.scenarios) if (!['a', 'b', 'c'].includes(s)) throw new Error(`unknown scenario ${s}`);
 
@@ -167,6 +172,7 @@ async function runHttp(impl, mode, scenario, round) {
     batch: scenario.batch,
     warmupMs: cfg.warmupMs,
     durationMs: cfg.durationMs,
+    client: cfg.client,
   });
   const elapsed = performance.now() - t0;
   const serverCpuMs = procCpuMs(server.child.pid) - cpu0;
@@ -246,7 +252,8 @@ async function main() {
           if (r.probe) {
             const p = r.probe;
             console.log(
-              `      probe: ${p.commits} commits, event rows/commit mean ${p.eventRowsPerCommit?.mean.toFixed(1)} p50 ${p.eventRowsPerCommit?.p50} max ${p.eventRowsPerCommit?.max}, COMMIT ms p50 ${fmtMs(p.commitMs?.p50)} p99 ${fmtMs(p.commitMs?.p99)}, time in COMMIT ${((p.commitTotalMs / p.uptimeMs) * 100).toFixed(0)}% of uptime`,
+              `      probe: ${p.commits} commits, event rows/commit mean ${p.eventRowsPerCommit?.mean.toFixed(1)} p50 ${p.eventRowsPerCommit?.p50} max ${p.eventRowsPerCommit?.max}, COMMIT ms p50 ${fmtMs(p.commitMs?.p50)} p99 ${fmtMs(p.commitMs?.p99)}, time in COMMIT ${((p.commitTotalMs / p.uptimeMs) * 100).toFixed(0)}% of uptime` +
+                (p.slowCommits ? `, ${p.slowCommits.count} COMMITs > 1 ms took ${p.slowCommits.totalMs.toFixed(0)} ms` : ''),
             );
           }
         }
