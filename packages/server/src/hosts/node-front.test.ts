@@ -265,6 +265,17 @@ describe('the connection front', () => {
     // The answer still arrives (its Connection header depends on whether the FIN came first).
     expect((await half.answer()).status).toBe(200);
     await half.untilClosed();
+
+    // A request the half-close cut short gets node:http's 400, after the answers before it.
+    const cut = new Raw(server.port);
+    const whole = append('front/e', '{"type":"t/z"}');
+    cut.send(whole + whole.slice(0, whole.length - 3));
+    cut.end();
+    expect((await cut.answer()).status).toBe(200);
+    const refused = await cut.answer();
+    expect(refused.status).toBe(400);
+    expect(refused.headers['connection']).toBe('close');
+    await cut.untilClosed();
   });
 });
 
@@ -336,13 +347,16 @@ class FakeSocket extends EventEmitter {
   unshifted: Buffer[] = [];
   destroyed = false;
   ended = false;
+  /** What end() wrote last, if anything. */
+  endedWith: string | undefined;
   writableNeedDrain = false;
   write(text: string): boolean {
     this.written.push(text);
     return true;
   }
-  end(): void {
+  end(text?: string): void {
     this.ended = true;
+    this.endedWith = text;
   }
   destroy(): void {
     this.destroyed = true;
@@ -409,13 +423,33 @@ describe('the connection front, driven byte by byte', () => {
     expect(socket.ended).toBe(true);
   });
 
-  it('ends a half-closed connection whose last request can never complete', async () => {
+  it('answers 400 and ends a half-closed connection whose last request can never complete (as node:http)', async () => {
+    const cut = request.indexOf('\r\n\r\n') + 6; // inside the body
+    for (const rest of [request.slice(0, 20), request.slice(0, cut)]) {
+      const { socket, answered } = setUp();
+      socket.emit('data', Buffer.from(request + rest));
+      socket.emit('end');
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(answered).toHaveLength(1);
+      expect(socket.written).toHaveLength(1);
+      expect(socket.ended).toBe(true);
+      expect(socket.endedWith).toBe('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    }
+  });
+
+  it('answers 400 to a request cut short while nothing else is pending', () => {
     const { socket, answered } = setUp();
-    socket.emit('data', Buffer.from(request + request.slice(0, 20)));
+    socket.emit('data', Buffer.from(request.slice(0, 30)));
     socket.emit('end');
-    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-    expect(answered).toHaveLength(1);
+    expect(answered).toEqual([]);
+    expect(socket.endedWith).toBe('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+
+  it('ends a half-closed connection with nothing unread without a word', () => {
+    const { socket } = setUp();
+    socket.emit('end');
     expect(socket.ended).toBe(true);
+    expect(socket.endedWith).toBeUndefined();
   });
 
   it('hands over after the answers before the other request, with that request and all after it', async () => {

@@ -44,6 +44,8 @@ export interface Front {
 
 /** node:http's answer to a request that did not arrive in time. */
 const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
+/** What node:http answers a request cut short by the client's half-close. */
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 /** Bytes buffered while an answer is pending before the socket stops reading. */
 const MAX_PENDING_BYTES = 256 * 1024;
 /**
@@ -202,12 +204,16 @@ class FrontConnection {
     if (this.clientEnded && !this.answering) this.finish();
   };
 
-  /** Ends the connection after what was written (the client's half-close, `Connection: close`). */
+  /**
+   * Ends the connection after what was written (the client's half-close, `Connection: close`).
+   * Bytes left unread after a half-close are a request that can never complete: 400, as node:http.
+   */
   private finish(): void {
     if (this.done) return;
     this.done = true;
     this.owner.connections.delete(this);
-    this.socket.end();
+    if (this.clientEnded && this.buffered > 0) this.socket.end(BAD_REQUEST);
+    else this.socket.end();
   }
 
   /** Gives the connection, and every byte not yet answered, to node:http. */
