@@ -8,14 +8,16 @@
  *   node bench/append/run.mjs --help     # every option (expects a built workspace)
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { runLoad } from './loadgen.mjs';
-import { CLI, cpuModel, gitState, machineBusyMs, ownCpuMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { judgeTargets, printSummary, summarise } from './summary.mjs';
+import { CLI, machineBusyMs, ownCpuMs, procCpuMs, root, startServer, stopServer, tempFolders, track } from '../lib/processes.mjs';
+import { fmtMs, fmtN, machineInfo, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const BASELINE = join(here, 'baseline-server.mjs');
@@ -197,34 +199,13 @@ async function runHttp(impl, mode, scenario, round) {
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
-
-const median = (xs) => {
-  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (v.length === 0) return NaN;
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-};
-const fmtN = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
-const fmtMs = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '-');
-const fmtX = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
-
 async function main() {
   const startedAt = new Date();
   const wall0 = performance.now();
   const busy0 = machineBusyMs();
   const ourCpu0 = ownCpuMs();
   const load0 = os.loadavg();
-  const machine = {
-    date: startedAt.toISOString(),
-    nproc: os.availableParallelism?.() ?? os.cpus().length,
-    cpuModel: cpuModel(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}`,
-    totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
-    loadavgAtStart: load0,
-    git: gitState(),
-  };
+  const machine = { ...machineInfo(startedAt), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1) };
   const estimate =
     (cfg.modes.length * cfg.scenarios.length * ((cfg.only ? 1 : 2) + cfg.variants.length) * cfg.rounds * (cfg.warmupMs + cfg.durationMs + 700) +
       cfg.modes.length * 2 * cfg.rounds * (cfg.rawWarmupMs + cfg.rawDurationMs + 300)) /
@@ -274,130 +255,9 @@ async function main() {
   machine.loadavgAtEnd = os.loadavg();
   machine.otherProcessesCpuShare = busy0 && busy1 ? otherCpuMs / (busy1.busy - busy0.busy + busy1.idle - busy0.idle) : null;
 
-  // Summaries: medians over rounds.
-  const pick = (impl, mode, scenario) => runs.filter((r) => r.impl === impl && r.mode === mode && r.scenario === scenario);
-  const agg = (rs) =>
-    rs.length === 0
-      ? null
-      : {
-          eventsPerSec: median(rs.map((r) => r.eventsPerSec)),
-          requestsPerSec: median(rs.map((r) => r.requestsPerSec)),
-          p50ms: median(rs.map((r) => r.p50ms)),
-          p99ms: median(rs.map((r) => r.p99ms)),
-          serverCpu: median(rs.map((r) => r.serverCpu)),
-          serverCpuPerRequestMs: median(rs.map((r) => r.serverCpuPerRequestMs)),
-          maxOtherCores: Math.max(...rs.map((r) => (Number.isFinite(r.otherCores) ? r.otherCores : 0))),
-          errors: rs.reduce((s, r) => s + r.errors, 0),
-          rounds: rs.length,
-        };
-  const rawAgg = (mode, rows) => {
-    const rs = raw.filter((r) => r.mode === mode && r.rowsPerTx === rows);
-    return rs.length ? { rowsPerSec: median(rs.map((r) => r.rowsPerSec)), p50ms: median(rs.map((r) => r.p50ms)), p99ms: median(rs.map((r) => r.p99ms)) } : null;
-  };
-  const summary = [];
-  for (const mode of cfg.modes) {
-    for (const name of cfg.scenarios) {
-      const rivulet = agg(pick('rivulet', mode, name));
-      const baseline = agg(pick('baseline', mode, name));
-      const rawBase = rawAgg(mode, name === 'c' ? cfg.batch : 1);
-      summary.push({
-        mode,
-        scenario: name,
-        title: SCENARIOS[name].title,
-        rivulet,
-        baseline,
-        raw: rawBase,
-        ratioToBaseline: rivulet && baseline ? rivulet.eventsPerSec / baseline.eventsPerSec : null,
-        ratioToRaw: rivulet && rawBase ? rivulet.eventsPerSec / rawBase.rowsPerSec : null,
-        variants: Object.fromEntries(
-          cfg.variants.map((v) => {
-            const a = agg(pick(v.name, mode, name));
-            return [
-              v.name,
-              a && {
-                ...a,
-                ratioToBaseline: baseline ? a.eventsPerSec / baseline.eventsPerSec : null,
-                ratioToRivulet: rivulet ? a.eventsPerSec / rivulet.eventsPerSec : null,
-              },
-            ];
-          }),
-        ),
-      });
-    }
-  }
-
-  const targets = [];
-  for (const s of summary) {
-    if (s.scenario === 'b' && s.rivulet && s.baseline) {
-      const pass = s.ratioToBaseline >= 1.0 && s.rivulet.p99ms < 25 && s.rivulet.errors === 0;
-      targets.push({ mode: s.mode, scenario: 'b', target: '>= 1.0x bare node:http+SQLite, p99 < 25 ms', ratio: s.ratioToBaseline, p99ms: s.rivulet.p99ms, pass });
-    }
-    if (s.scenario === 'a' && s.rivulet && s.baseline) {
-      const pass = s.ratioToBaseline >= 0.7 && s.rivulet.errors === 0;
-      targets.push({ mode: s.mode, scenario: 'a', target: '>= 0.7x bare node:http+SQLite', ratio: s.ratioToBaseline, pass });
-    }
-  }
-
-  // The table.
-  const header = [
-    'mode',
-    'scenario',
-    'Rivulet ev/s',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'CPU µs/req',
-    'bare http+SQLite ev/s',
-    'p50/p99 ms',
-    'CPU µs/req',
-    'ratio',
-    'raw SQLite rows/s',
-    'ratio',
-    'others',
-  ];
-  const us = (ms) => (Number.isFinite(ms) ? String(Math.round(ms * 1000)) : '-');
-  const rows = summary.map((s) => [
-    s.mode,
-    `(${s.scenario}) ${s.title}`,
-    fmtN(s.rivulet?.eventsPerSec),
-    fmtN(s.rivulet?.requestsPerSec),
-    fmtMs(s.rivulet?.p50ms),
-    fmtMs(s.rivulet?.p99ms),
-    us(s.rivulet?.serverCpuPerRequestMs),
-    fmtN(s.baseline?.eventsPerSec),
-    s.baseline ? `${fmtMs(s.baseline.p50ms)}/${fmtMs(s.baseline.p99ms)}` : '-',
-    us(s.baseline?.serverCpuPerRequestMs),
-    fmtX(s.ratioToBaseline),
-    s.raw ? `${fmtN(s.raw.rowsPerSec)} (${s.scenario === 'c' ? cfg.batch : 1}/tx)` : '-',
-    fmtX(s.ratioToRaw),
-    `${Math.round(Math.max(s.rivulet?.maxOtherCores ?? 0, s.baseline?.maxOtherCores ?? 0) * 100)}%`,
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-  console.log('');
-  console.log(line(header));
-  console.log(`|${widths.map((w, i) => (i < 2 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
-  for (const r of rows) console.log(line(r));
-  console.log(
-    '\nmedians over rounds; CPU µs/req: CPU of the server process per request; others: most CPU (% of one core) that other processes used during any run of the row',
-  );
-  if (cfg.variants.length > 0) {
-    console.log('\nvariants (medians):');
-    for (const s of summary) {
-      for (const [vname, v] of Object.entries(s.variants)) {
-        if (!v) continue;
-        console.log(
-          `  ${s.mode.padEnd(7)} (${s.scenario}) ${vname}: ${fmtN(v.eventsPerSec)} ev/s ${fmtN(v.requestsPerSec)} req/s p50 ${fmtMs(v.p50ms)} p99 ${fmtMs(v.p99ms)} ms; ${fmtX(v.ratioToBaseline)} bare baseline, ${fmtX(v.ratioToRivulet)} rivulet`,
-        );
-      }
-    }
-  }
-  console.log('');
-  for (const t of targets) {
-    console.log(
-      `${t.pass ? 'PASS' : 'MISS'}  ${t.mode.padEnd(7)} (${t.scenario}) ${t.target}: ${fmtX(t.ratio)}${t.p99ms !== undefined ? `, p99 ${fmtMs(t.p99ms)} ms` : ''}`,
-    );
-  }
+  const summary = summarise(cfg, SCENARIOS, runs, raw);
+  const targets = judgeTargets(summary);
+  printSummary(summary, targets, cfg);
   console.log(
     `\n${Math.round(wallMs / 1000)} s; other processes used ${machine.otherProcessesCpuShare === null ? '?' : `${(machine.otherProcessesCpuShare * 100).toFixed(0)}%`} of the machine's CPU during the run; load average at end ${machine.loadavgAtEnd.map((l) => l.toFixed(2)).join(' ')}`,
   );
@@ -406,10 +266,7 @@ async function main() {
   if (errors > 0) console.log(`WARNING: ${errors} failed requests (see the JSON for the first error of each run)`);
 
   if (!flags['no-write']) {
-    const out = flags.out ?? join(root, 'bench', 'results', `append-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ bench: 'append', machine, config: { ...cfg, quick: flags.quick }, summary, targets, runs, raw, wallSeconds: wallMs / 1000 }, null, 2)}\n`);
-    console.log(`results: ${relative(process.cwd(), out)}`);
+    writeResult('append', startedAt, { machine, config: { ...cfg, quick: flags.quick }, summary, targets, runs, raw, wallSeconds: wallMs / 1000 }, flags.out);
   }
   if (cfg.profile) console.log(`CPU profiles: ${relative(process.cwd(), profileDir)}`);
 }
