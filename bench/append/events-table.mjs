@@ -8,6 +8,11 @@
  *   rowid+index    the same without the streams row (format 3: the streams row is a checkpoint)
  *   rowid-only     the rowid table without any (sid, ofs) index: what the index costs (an upper bound
  *                  of what writing it later, in batches, could save)
+ *   batched-index  the rowid table, and a (sid, ofs) → rowid table written in batches: every
+ *                  --index-batch rows (default 1000) one group commit also indexes every row since
+ *                  the last batch, in (sid, ofs) order, and moves a watermark (the design sketched
+ *                  as storage format 4 in bench/README; rows above the watermark would be found from
+ *                  memory or a bounded scan, which this script does not model)
  *   without-rowid  PRIMARY KEY (sid, ofs) WITHOUT ROWID
  *   split          WITHOUT ROWID, bodies above 900 bytes in a rowid side table
  *
@@ -17,7 +22,8 @@
  * sets SQLite's page size of the new database (default 4096).
  *
  *   node bench/append/events-table.mjs [--events 4000] [--streams 10] [--sizes 150,600,1200,2500,6000]
- *        [--group 1] [--random] [--page-size 4096] [--layouts format2,rowid+index,rowid-only,without-rowid,split]
+ *        [--group 1] [--random] [--page-size 4096] [--index-batch 1000]
+ *        [--layouts format2,rowid+index,batched-index,rowid-only,without-rowid,split]
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,8 +41,11 @@ const { values } = parseArgs({
     random: { type: 'boolean', default: false },
     layouts: { type: 'string' },
     'page-size': { type: 'string', default: '4096' },
+    'index-batch': { type: 'string', default: '1000' },
   },
 });
+/** Rows between two index batches of the batched-index layout. */
+const INDEX_BATCH = Number(values['index-batch']);
 /** Inserts per transaction (a group commit of that many appends). */
 const GROUP = Number(values.group);
 const EVENTS = Number(values.events);
@@ -55,6 +64,13 @@ const LAYOUTS = {
     `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
        idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
     `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`,
+  ],
+  'batched-index': [
+    `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
+       idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`,
+    `CREATE TABLE event_index (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (sid, ofs)) WITHOUT ROWID`,
+    `CREATE TABLE index_mark (id INTEGER PRIMARY KEY, rid INTEGER NOT NULL)`,
+    `INSERT INTO index_mark VALUES (1, 0)`,
   ],
   // Upper bound of what a lazily written index could save: no (sid, ofs) index at all.
   'rowid-only': [
@@ -132,6 +148,19 @@ function measure(layout, size) {
                 Buffer.byteLength(text) <= SPLIT ? plain.run(sid, ofs, ms, text) : ref.run(sid, ofs, ms, side.run(text).lastInsertRowid),
             };
           })();
+    const batched = layout === 'batched-index';
+    const indexBatch = batched
+      ? (() => {
+          const mark = db.prepare(`SELECT rid FROM index_mark WHERE id = 1`).pluck();
+          const add = db.prepare(`INSERT INTO event_index SELECT sid, ofs, rowid FROM events WHERE rowid > ? ORDER BY sid, ofs`);
+          const move = db.prepare(`UPDATE index_mark SET rid = (SELECT max(rowid) FROM events) WHERE id = 1`);
+          return () => {
+            add.run(mark.get());
+            move.run();
+          };
+        })()
+      : null;
+    let unindexed = 0;
     const begin = db.prepare('BEGIN');
     const commit = db.prepare('COMMIT');
     const texts = Array.from({ length: 64 }, (_, i) => body(size, i));
@@ -147,14 +176,23 @@ function measure(layout, size) {
         insert.run(sid, ++heads[sid], Date.now(), texts[j & 63]);
         saveHead?.run(heads[sid], heads[sid], heads[sid], sid);
       }
+      unindexed += GROUP;
+      if (indexBatch && unindexed >= INDEX_BATCH) {
+        indexBatch();
+        unindexed = 0;
+      }
       commit.run();
       insertMs += performance.now() - t0;
       if ((i / GROUP) % 200 === 199) frames += walFrames(db, file);
     }
+    if (indexBatch && unindexed > 0) indexBatch(); // not timed: the reads below want every row indexed
     frames += walFrames(db, file);
     const bytes = statSync(file).size;
     const read = db.prepare(
-      layout === 'split'
+      batched
+        ? `SELECT i.ofs, e.body FROM event_index i JOIN events e ON e.rowid = i.rid
+           WHERE i.sid = ? AND i.ofs > ? AND i.ofs < ? AND e.ephemeral = 0 ORDER BY i.ofs LIMIT 500`
+        : layout === 'split'
         ? `SELECT ofs, coalesce(body, (SELECT b.body FROM event_bodies b WHERE b.id = body_id)) AS body FROM events
            WHERE sid = ? AND ofs > ? AND ofs < ? AND ephemeral = 0 ORDER BY ofs LIMIT 500`
         : `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ? AND ephemeral = 0 ORDER BY ofs LIMIT 500`,
