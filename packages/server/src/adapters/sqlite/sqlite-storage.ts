@@ -24,7 +24,7 @@
  * begins by syncing the whole WAL, on the event loop: with 4000 frames that was ~16 MB written out
  * in one ~16 ms stall, the p99 of relaxed appends under load. So after such a commit, at most every
  * `backgroundSyncMs`, the WAL is fdatasync'd on libuv's thread pool; the checkpoint then finds
- * little left to write (stalls ~4 ms, bench/README). Durability is unchanged: this only writes out
+ * little left to write (stalls ~5 ms, bench/README). Durability is unchanged: this only writes out
  * earlier what SQLite syncs anyway; a failed background sync is ignored, SQLite's own syncs report.
  */
 import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
