@@ -7,7 +7,7 @@ import {
   type JsonObject,
 } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
-import { effectiveKey, reduce } from './reduce.js';
+import { counted, effectiveKey, reduce } from './reduce.js';
 
 const T0 = '2025-01-01T00:00:00.000Z';
 const at = (ms: number): string => new Date(Date.parse(T0) + ms).toISOString();
@@ -96,6 +96,15 @@ describe('reduce: created', () => {
     const state = fold(ev('app/a'), ev('app/b'), ev('app/c'));
     expect(state.eventCount).toBe(4);
     expect(state.maxOffset).toBe(4);
+  });
+
+  it('counted is the spread with new counters, key for key and in the same order, sharing every branch', () => {
+    const before = fold(configured('k'), ev(EventType.paused, { reason: 'x' }), ev('app/a'));
+    const after = counted(before, 9);
+    expect(after).toEqual({ ...before, eventCount: before.eventCount + 1, maxOffset: 9 });
+    expect(Object.keys(after)).toEqual(Object.keys(before));
+    expect(after.subscriptions).toBe(before.subscriptions);
+    expect(after).not.toBe(before);
   });
 
   it('does not mutate the previous state', () => {

@@ -34,7 +34,7 @@ export function reduce(state: CoreState | null, event: CommittedEvent): CoreStat
     state = initialState({ projectId: p.projectId, path: event.path, streamId: p.streamId, createdAt: event.createdAt });
   }
   if (event.ephemeral) return state;
-  const next: CoreState = { ...state, eventCount: state.eventCount + 1, maxOffset: event.offset };
+  const next = counted(state, event.offset);
   const hops = event.source?.copiedFrom;
   if (hops && hops.length > 0) return foldInbound(next, hops[hops.length - 1]!, event.createdAt);
 
@@ -71,6 +71,32 @@ export function reduce(state: CoreState | null, event: CommittedEvent): CoreStat
     default:
       return next;
   }
+}
+
+/** The state with one more durable event folded at `offset`. */
+export function counted(state: CoreState, offset: number): CoreState {
+  return rebuilt(state, state.eventCount + 1, offset, state.subscriptions);
+}
+
+/**
+ * A copy of the state with its counters and subscriptions replaced. Written as a literal, not
+ * `{ ...state, … }`: V8 in Node 20 takes ~500 ns for an object spread followed by overrides and
+ * ~12 ns for the literal, and this runs for every event (appending 100-event batches went from
+ * 1,310–1,524 to 1,144–1,296 µs of CPU per request, bench/README). It names every key of
+ * CoreState; a test compares `counted` with the spread, key for key.
+ */
+function rebuilt(state: CoreState, eventCount: number, maxOffset: number, subscriptions: CoreState['subscriptions']): CoreState {
+  return {
+    projectId: state.projectId,
+    path: state.path,
+    streamId: state.streamId,
+    createdAt: state.createdAt,
+    eventCount,
+    maxOffset,
+    paused: state.paused,
+    pauseReason: state.pauseReason,
+    subscriptions,
+  };
 }
 
 /** The effective key of a configure event (design page "How subscription keys behave"). */
@@ -111,7 +137,7 @@ function updateOutbound(
 }
 
 function withOutbound(state: CoreState, byKey: Record<string, OutboundEntry>): CoreState {
-  return { ...state, subscriptions: { ...state.subscriptions, outbound: { byKey } } };
+  return rebuilt(state, state.eventCount, state.maxOffset, { inbound: state.subscriptions.inbound, outbound: { byKey } });
 }
 
 function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreState {
@@ -128,7 +154,7 @@ function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreSt
   };
   let nextBySourcePath = { ...bySourcePath, [hop.path]: { ...forPath, [hop.subscriptionKey]: record } };
   if (!previous) nextBySourcePath = evictOldestInbound(nextBySourcePath, hop.path, hop.subscriptionKey);
-  return { ...state, subscriptions: { ...state.subscriptions, inbound: { bySourcePath: nextBySourcePath } } };
+  return rebuilt(state, state.eventCount, state.maxOffset, { inbound: { bySourcePath: nextBySourcePath }, outbound: state.subscriptions.outbound });
 }
 
 /** At most Limits.inboundRecordsMax records per receiver; the least recently received goes (SEMANTICS §3). */
