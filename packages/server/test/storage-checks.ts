@@ -115,6 +115,32 @@ export function defineStorageChecks(t: ConformanceApi, name: string, factory: St
         expect(Object.values(row)).toEqual(values);
       });
 
+      it('execRows answers the same rows as arrays of values in column order', () => {
+        s.run(`INSERT INTO t (name, n) VALUES (?, ?), (?, ?), (?, ?)`, 'a', 1, 'b', 2, 'c', 3);
+        const sql = `SELECT n, name, n * 2 AS twice FROM t WHERE n >= ? ORDER BY n`;
+        expect(s.execRows(sql, 2)).toEqual([
+          [2, 'b', 4],
+          [3, 'c', 6],
+        ]);
+        expect(s.execRows(sql, 2)).toEqual(s.exec<SqlRow>(sql, 2).map((row) => Object.values(row)));
+        expect(s.execRows(sql, 9)).toEqual([]);
+        for (const row of s.execRows(sql, 1)) expect(Array.isArray(row)).toBe(true);
+        expect(() => s.execRows(`SELECT * FROM no_such_table`)).toThrow();
+        // The same statement again, after a failure of another one.
+        expect(s.execRows(sql, 3)).toEqual([[3, 'c', 6]]);
+      });
+
+      it('execRows round-trips every value type: integers, floats, text, blobs as Uint8Array, null', () => {
+        s.run(`CREATE TABLE w (i INTEGER, r REAL, x TEXT, b BLOB, z)`);
+        const blob = new Uint8Array([0, 1, 254, 255]);
+        s.run(`INSERT INTO w VALUES (?, ?, ?, ?, ?)`, Number.MAX_SAFE_INTEGER, -1.25, 'ünïcode ✓', blob, null);
+        const [row] = s.execRows(`SELECT i, r, x, b, z FROM w`);
+        expect(row!.slice(0, 3)).toEqual([Number.MAX_SAFE_INTEGER, -1.25, 'ünïcode ✓']);
+        expect(row![3]).toBeInstanceOf(Uint8Array);
+        expect(Array.from(row![3] as Uint8Array)).toEqual([0, 1, 254, 255]);
+        expect(row![4]).toBeNull();
+      });
+
       it('throws on invalid SQL and on constraint violations, and keeps working afterwards', () => {
         expect(() => s.exec(`SELEC nonsense`)).toThrow();
         s.run(`INSERT INTO t (name) VALUES (?)`, 'a');

@@ -199,7 +199,12 @@ export class StreamStore {
     }
     sql += ` ORDER BY ofs LIMIT ?`;
     params.push(q.limit);
-    return this.storage.exec<{ ofs: number; body: string }>(sql, ...params).map((r) => ({ offset: r.ofs, json: r.body }));
+    // Rows as arrays: no object per row from the driver (reads of 500 events spent ~0.5 µs per
+    // event on it; bench/README).
+    const rows = this.storage.execRows(sql, ...params);
+    const out: RawEvent[] = new Array<RawEvent>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = { offset: rows[i]![0] as number, json: rows[i]![1] as string };
+    return out;
   }
 
   /**

@@ -3,7 +3,8 @@
  * are synchronous, plus an asynchronous durability barrier.
  *
  * Contract (checked by test/storage-conformance.ts against every adapter):
- * - `exec` runs one statement with positional `?` parameters and returns its rows as plain objects.
+ * - `exec` runs one statement with positional `?` parameters and returns its rows as plain objects;
+ *   `execRows` returns them as arrays of values in column order.
  * - `transaction(fn)` is atomic: if `fn` throws, none of its statements take effect and the error
  *   propagates; nested calls are savepoints of the outer one.
  * - A committed transaction is visible to every later `exec` at once; it is durable (per the
@@ -34,6 +35,11 @@ export interface TransactionOptions {
 
 export interface SqlStorage {
   exec<R extends object = SqlRow>(sql: string, ...params: SqlValue[]): R[];
+  /**
+   * Like `exec` for a statement that returns rows, but each row is an array of its values in the
+   * statement's column order: no object per row, for reads of many rows.
+   */
+  execRows(sql: string, ...params: SqlValue[]): SqlValue[][];
   /** Runs a statement that returns no rows; answers how many rows it changed. */
   run(sql: string, ...params: SqlValue[]): number;
   transaction<T>(fn: () => T, options?: TransactionOptions): T;

@@ -11,6 +11,8 @@ export type DoSqlValue = ArrayBuffer | string | number | null;
 
 export interface DoSqlCursor {
   toArray(): Record<string, DoSqlValue>[];
+  /** The rows as arrays of values in column order. */
+  raw(): IterableIterator<DoSqlValue[]>;
 }
 
 export interface DoSql {

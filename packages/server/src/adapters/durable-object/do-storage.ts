@@ -2,7 +2,7 @@
  * Durable Object SQL adapter of the storage port (ports/storage.ts), over `ctx.storage.sql`.
  *
  * - `exec` consumes the cursor at once (the API gives no snapshot across an await) and answers
- *   plain row objects; blobs come back from the DO API as ArrayBuffer and leave here as
+ *   plain row objects (`execRows`: arrays, from the cursor's `raw()`); blobs come back from the DO API as ArrayBuffer and leave here as
  *   Uint8Array, the port's blob type.
  * - `run` answers the rows changed by its statement: the cursor's `rowsWritten` also counts index
  *   rows, so the count comes from SQLite's `changes()` for INSERT/UPDATE/DELETE/REPLACE and from
@@ -52,6 +52,12 @@ export class DurableObjectStorage implements SqlStorage {
       for (const key of Object.keys(row)) plain[key] = readValue(row[key]!);
       out[i] = plain as R;
     }
+    return out;
+  }
+
+  execRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+    const out: SqlValue[][] = [];
+    for (const row of this.storage.sql.exec(sql, ...params.map(bindValue)).raw()) out.push(row.map(readValue));
     return out;
   }
 

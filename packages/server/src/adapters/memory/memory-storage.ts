@@ -45,6 +45,18 @@ export class MemoryStorage implements SqlStorage {
     }
   }
 
+  execRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+    const stmt = this.statement(sql);
+    try {
+      stmt.bind(params);
+      const rows: SqlValue[][] = [];
+      while (stmt.step()) rows.push(stmt.get() as SqlValue[]);
+      return rows;
+    } finally {
+      stmt.reset();
+    }
+  }
+
   /** Rows changed by this statement alone (sqlite3_changes() keeps the count of the last DML). */
   run(sql: string, ...params: SqlValue[]): number {
     const before = this.totalChanges();

@@ -75,6 +75,8 @@ export class SqliteStorage implements SqlStorage {
   readonly db: Database.Database;
   private readonly filename: string;
   private readonly statements = new Map<string, Database.Statement>();
+  /** Statements answering rows as arrays (better-sqlite3's raw mode), for execRows. */
+  private readonly rowStatements = new Map<string, Database.Statement>();
   private readonly groupCommit: boolean;
   private depth = 0;
   /** Inside an unguarded (singleWrite) transaction: its writes so far; -1 outside one. */
@@ -132,6 +134,17 @@ export class SqliteStorage implements SqlStorage {
     stmt.run(...params);
     if (this.unguardedWrites >= 0) this.unguardedWrites++;
     return [];
+  }
+
+  execRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+    let stmt = this.rowStatements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      if (!stmt.reader) throw new Error('storage: execRows is for statements that return rows');
+      stmt.raw(true);
+      this.rowStatements.set(sql, stmt);
+    }
+    return stmt.all(...params) as SqlValue[][];
   }
 
   run(sql: string, ...params: SqlValue[]): number {
