@@ -42,7 +42,7 @@ export default tseslint.config(
     ignores: ['**/*.test.ts'],
     rules: forbid([['node:*', 'cloudflare:*', '**/adapters/**', '**/hosts/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
   },
-  // Host-specific modules stay with their host: cloudflare:* only in hosts/worker* and the Durable
+  // Host-specific modules stay with their host: cloudflare:* only in hosts/worker/ and the Durable
   // Object adapter; nothing of Node (node:*, native SQLite, the Node HTTP server) in what the Worker bundles.
   {
     files: ['packages/server/src/adapters/**/*.ts'],
@@ -59,14 +59,14 @@ export default tseslint.config(
   },
   {
     files: ['packages/server/src/hosts/**/*.ts'],
-    ignores: ['**/*.test.ts', 'packages/server/src/hosts/worker*.ts'],
-    rules: forbid([['cloudflare:*']], 'cloudflare:* belongs to the Worker host (hosts/worker*.ts)'),
+    ignores: ['**/*.test.ts', 'packages/server/src/hosts/worker/**'],
+    rules: forbid([['cloudflare:*']], 'cloudflare:* belongs to the Worker host (hosts/worker/)'),
   },
   {
-    files: ['packages/server/src/hosts/worker*.ts'],
+    files: ['packages/server/src/hosts/worker/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', '**/adapters/sqlite/**', '**/adapters/memory/**', './node*', './data-lock*', './webhook-secret*']],
+      [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', '**/adapters/sqlite/**', '**/adapters/memory/**', '**/hosts/node/**', '../node/**', '**/net/**']],
       'the Worker host runs in workerd: nothing of the Node host',
     ),
   },

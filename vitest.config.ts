@@ -39,7 +39,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@rivulet\/contract$/, replacement: src('./packages/contract/src/index.ts') },
-      { find: /^@rivulet\/server\/node$/, replacement: src('./packages/server/src/hosts/node.ts') },
+      { find: /^@rivulet\/server\/node$/, replacement: src('./packages/server/src/hosts/node/serve.ts') },
       { find: /^@rivulet\/server$/, replacement: src('./packages/server/src/index.ts') },
       { find: /^@rivulet\/client$/, replacement: src('./packages/client/src/index.ts') },
       { find: /^@rivulet\/client\/processor-host$/, replacement: src('./packages/client/src/processor-host.ts') },

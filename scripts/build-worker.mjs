@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the Cloudflare Worker (packages/server/src/hosts/worker.ts) into one ES module,
+// Builds the Cloudflare Worker (packages/server/src/hosts/worker/entry.ts) into one ES module,
 // packages/server/dist/worker/index.js, which wrangler.jsonc deploys as it is (no_bundle).
 // The workspace packages are bundled from their TypeScript sources, so no other build step is
 // needed first; `cloudflare:*` modules stay imports for the Workers runtime to provide.
@@ -12,7 +12,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'packages/server/dist/worker/index.js');
 
 const result = await build({
-  entryPoints: [join(root, 'packages/server/src/hosts/worker.ts')],
+  entryPoints: [join(root, 'packages/server/src/hosts/worker/entry.ts')],
   bundle: true,
   write: false,
   format: 'esm',

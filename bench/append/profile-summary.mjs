@@ -33,7 +33,7 @@ const BUCKETS = [
   ['module loading (startup)', /node:internal\/modules\/|compileSourceTextModule|loadAndTranslate/],
   ['node:http request parsing', /parserOnHeadersComplete|parserOnIncoming|_http_incoming|onParserExecute/],
   ['hono / app middleware', /hono-base\.js|dist\/http\/app\.js|@hono\/node-server\/dist\/index\.mjs:1052/],
-  ['native append path (hosts/node-append)', /hosts\/node-append\.js/],
+  ['native append path (hosts/node/append)', /hosts\/node\/append\.js/],
   ['Request object (@hono/node-server + undici)', /newRequestFromIncoming|Request\$1|RequestHeaders|requestPrototype|getRequestCache|_Request node/],
   ['body via web ReadableStream', /readBodyText|get body|Readable\.toWeb|webstreams/],
   ['JSON.parse + depth check', /parseJsonText|jsonDepthExceeds/],

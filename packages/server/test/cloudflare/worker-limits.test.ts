@@ -4,7 +4,7 @@
  * must still work on the Worker host, and the event size limit must stay below a row's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineConfigOf, type WorkerEnv } from '../../src/hosts/worker-env.js';
+import { engineConfigOf, type WorkerEnv } from '../../src/hosts/worker/env.js';
 import { configured, copyTo, waitForCopies } from '../helpers/subscriptions.js';
 import { startWorkerHost, type WorkerTestHost } from '../helpers/worker-host.js';
 

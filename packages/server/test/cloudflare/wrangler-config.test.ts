@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { engineConfigOf, type WorkerEnv } from '../../src/hosts/worker-env.js';
+import { engineConfigOf, type WorkerEnv } from '../../src/hosts/worker/env.js';
 import { COMPATIBILITY_DATE, bundleWorker, serverFile } from '../helpers/miniflare.js';
 
 interface WranglerConfig {
@@ -34,7 +34,7 @@ describe('wrangler.jsonc', () => {
   it('binds the three Durable Object namespaces the Worker host reads, to classes the Worker exports', async () => {
     const bindings = Object.fromEntries(config.durable_objects.bindings.map((b) => [b.name, b.class_name]));
     expect(bindings).toEqual({ STREAMS: 'StreamObject', STREAM_INDEX: 'IndexObject', RPC_HUB: 'HubObject' });
-    const bundle = await bundleWorker(serverFile('src/hosts/worker.ts'));
+    const bundle = await bundleWorker(serverFile('src/hosts/worker/entry.ts'));
     const exported = /export\s*\{([^}]*)\}\s*;?\s*$/.exec(bundle)?.[1] ?? '';
     for (const name of Object.values(bindings)) expect(exported).toMatch(new RegExp(`\\b${name}\\b`));
   });

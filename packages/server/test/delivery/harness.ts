@@ -27,7 +27,7 @@ import type { ProcessorWaker } from '../../src/engine/delivery/processor-port.js
 import { StreamRegistry } from '../../src/engine/registry.js';
 import { openSchema } from '../../src/engine/schema.js';
 import { StreamStore } from '../../src/engine/stream-store.js';
-import { nodeAlarms } from '../../src/hosts/node-alarms.js';
+import { nodeAlarms } from '../../src/hosts/node/alarms.js';
 import type { Random } from '../../src/ports/clock.js';
 import type { StreamDirectory } from '../../src/ports/directory.js';
 import type { SqlStorage } from '../../src/ports/storage.js';

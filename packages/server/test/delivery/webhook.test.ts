@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setSubscriptionCursor } from '../../src/engine/commands.js';
 import { webhookReceiver } from '../../src/engine/delivery/webhook-receiver.js';
 import { webhookSecretOf } from '../../src/core/webhook-signature.js';
-import { nodeOutbound } from '../../src/hosts/node-outbound.js';
+import { nodeOutbound } from '../../src/hosts/node/outbound.js';
 import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
 import type { SqlStorage } from '../../src/ports/storage.js';
 import { HookServer, signatureHeaders, type HookRequest } from '../helpers/hook-server.js';

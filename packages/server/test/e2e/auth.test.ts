@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ListResponse } from '@rivulet/contract';
-import { startNodeServer } from '../../src/hosts/node.js';
+import { startNodeServer } from '../../src/hosts/node/serve.js';
 import { UUID, expectError, streamRoute, type Api } from '../helpers/http.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { openTail } from '../helpers/sse.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@rivulet/client';
-import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node.js';
+import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node/serve.js';
 import { Api } from '../helpers/http.js';
 import { TEST_HOST } from '../helpers/server.js';
 import { EventType, configured, eventually } from '../helpers/subscriptions.js';

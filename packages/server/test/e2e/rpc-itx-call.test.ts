@@ -11,7 +11,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
-import { startNodeServer, type RunningServer } from '../../src/hosts/node.js';
+import { startNodeServer, type RunningServer } from '../../src/hosts/node/serve.js';
 import { Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import {

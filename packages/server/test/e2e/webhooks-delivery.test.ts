@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@rivulet/client';
 import { Webhook } from 'standardwebhooks';
 import type { CommittedEvent } from '@rivulet/contract';
-import { startNodeServer, readStoredWebhookSecret, type NodeServerOptions } from '../../src/hosts/node.js';
+import { startNodeServer, readStoredWebhookSecret, type NodeServerOptions } from '../../src/hosts/node/serve.js';
 import { HookServer, signatureHeaders, type HookRequest } from '../helpers/hook-server.js';
 import type { Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, tempDir, type TestServer } from '../helpers/server.js';

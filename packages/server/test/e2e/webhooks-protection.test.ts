@@ -15,7 +15,7 @@ import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
 import { isPrivateAddress, isPrivateHost } from '../../src/core/private-address.js';
-import type { NodeServerOptions } from '../../src/hosts/node.js';
+import type { NodeServerOptions } from '../../src/hosts/node/serve.js';
 import { HookServer } from '../helpers/hook-server.js';
 import { expectError, type Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

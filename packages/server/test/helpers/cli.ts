@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const BIN = `${ROOT}packages/cli/bin/rivulet.js`;
-const BUILT = [`${ROOT}packages/cli/dist/main.js`, `${ROOT}packages/server/dist/hosts/node.js`, `${ROOT}packages/contract/dist/index.js`];
+const BUILT = [`${ROOT}packages/cli/dist/main.js`, `${ROOT}packages/server/dist/hosts/node/serve.js`, `${ROOT}packages/contract/dist/index.js`];
 
 export interface CliServer {
   url: string;

@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node.js';
+import { startNodeServer, type NodeServerOptions, type RunningServer } from '../../src/hosts/node/serve.js';
 import { Api } from './http.js';
 import { startWorkerHost } from './worker-host.js';
 

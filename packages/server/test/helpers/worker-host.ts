@@ -1,5 +1,5 @@
 /**
- * The Cloudflare Workers host for end-to-end tests: the Worker of src/hosts/worker.ts bundled from
+ * The Cloudflare Workers host for end-to-end tests: the Worker of src/hosts/worker/entry.ts bundled from
  * the sources and run by Miniflare (workerd, SQLite-backed Durable Objects persisted in a fresh
  * temporary folder), listening on 127.0.0.1 with a free port. It takes the Node host's options
  * and passes them as the Worker's bindings (worker-env.ts). `restart()` disposes the runtime and
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
-import type { NodeServerOptions } from '../../src/hosts/node.js';
+import type { NodeServerOptions } from '../../src/hosts/node/serve.js';
 import { Api } from './http.js';
 import { COMPATIBILITY_DATE, bundleWorker, serverFile } from './miniflare.js';
 
@@ -75,7 +75,7 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
 
 /** The Miniflare options of the Worker host over `persist` (also used by the benchmark). */
 export async function workerOptions(persist: string, bindings: Record<string, string>, onStderr?: (line: string) => void) {
-  const script = await bundleWorker(serverFile('src/hosts/worker.ts'));
+  const script = await bundleWorker(serverFile('src/hosts/worker/entry.ts'));
   return {
     modules: [{ type: 'ESModule' as const, path: 'worker.js', contents: script }],
     compatibilityDate: COMPATIBILITY_DATE,

@@ -19,21 +19,21 @@
  * in-memory state).
  */
 import type { ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
-import type { DeliveryContext } from '../engine/delivery/receiver.js';
-import type { ProcessorWaker } from '../engine/delivery/processor-port.js';
-import { CallableRegistry } from '../engine/itx/worker-registry.js';
-import type { Principal } from '../http/auth.js';
-import type { ErrorLogger } from '../http/errors.js';
-import { itxReceiver } from '../rpc/itx-receiver.js';
-import { processorWaker } from '../rpc/processor-waker.js';
-import { ItxRoot, type ItxDeps } from '../rpc/root.js';
-import { SessionClosers } from '../rpc/session-closers.js';
-import { startRpcSession, type RpcSocket } from '../rpc/session.js';
-import type { HubWakeOutcome, ItxDelivery, ItxOutcome, RemoteFunction } from './worker-api.js';
-import { streamObjectName, type WorkerEnv } from './worker-env.js';
-import { HostedCallableTarget, plainValue } from './worker-processors.js';
-import { durableStreamService } from './worker-service.js';
-import { unwrap } from './worker-wire.js';
+import type { DeliveryContext } from '../../engine/delivery/receiver.js';
+import type { ProcessorWaker } from '../../engine/delivery/processor-port.js';
+import { CallableRegistry } from '../../engine/itx/worker-registry.js';
+import type { Principal } from '../../http/auth.js';
+import type { ErrorLogger } from '../../http/errors.js';
+import { itxReceiver } from '../../rpc/itx-receiver.js';
+import { processorWaker } from '../../rpc/processor-waker.js';
+import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
+import { SessionClosers } from '../../rpc/session-closers.js';
+import { startRpcSession, type RpcSocket } from '../../rpc/session.js';
+import type { HubWakeOutcome, ItxDelivery, ItxOutcome, RemoteFunction } from './api.js';
+import { streamObjectName, type WorkerEnv } from './env.js';
+import { HostedCallableTarget, plainValue } from './processors.js';
+import { durableStreamService } from './service.js';
+import { unwrap } from './wire.js';
 
 /** Streams remembered for a processor host's registration (the oldest are forgotten beyond it). */
 const MAX_WAITING_STREAMS = 10_000;

@@ -7,7 +7,7 @@
  * UNAVAILABLE for the caller, never a client mistake.
  */
 import { RivuletError, type ErrorCode } from '@rivulet/contract';
-import { toRivuletError, type ErrorLogger } from '../http/errors.js';
+import { toRivuletError, type ErrorLogger } from '../../http/errors.js';
 
 export type Wire<T> = { ok: true; value: T } | { ok: false; error: { code: ErrorCode; message: string; details?: unknown } };
 

@@ -3,7 +3,7 @@
  * one chunk of rows per event-loop turn, yielding to requests in between, until nothing is left.
  * Scheduled by every destroy and at start (a run that stopped in the middle goes on).
  */
-import type { StreamStore } from '../engine/stream-store.js';
+import type { StreamStore } from '../../engine/stream-store.js';
 
 /** Event rows deleted per chunk: a few milliseconds of SQLite work on this machine kind. */
 export const PURGE_CHUNK_ROWS = 2000;

@@ -11,12 +11,12 @@
  * with the caller (worker-connections.ts): a wait is cancelled by naming its id to the object.
  */
 import { RivuletError, canonicalizePath, type ListResponse, type StreamListEntry } from '@rivulet/contract';
-import type { ServerMetrics } from '../engine/metrics.js';
-import type { StreamService } from '../engine/service.js';
-import type { TailItem, TailOptions } from '../engine/tail.js';
-import { openRemoteConnection } from './worker-connections.js';
-import { projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
-import { unwrap } from './worker-wire.js';
+import type { ServerMetrics } from '../../engine/metrics.js';
+import type { StreamService } from '../../engine/service.js';
+import type { TailItem, TailOptions } from '../../engine/tail.js';
+import { openRemoteConnection } from './connections.js';
+import { projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
+import { unwrap } from './wire.js';
 
 async function* readTail(stream: ReadableStream<Uint8Array>, signal: AbortSignal | undefined): AsyncGenerator<TailItem> {
   const reader = stream.getReader();

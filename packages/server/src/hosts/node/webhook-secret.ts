@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { webhookSecretKey, webhookSecretOf } from '../core/webhook-signature.js';
+import { webhookSecretKey, webhookSecretOf } from '../../core/webhook-signature.js';
 
 export const WEBHOOK_SECRET_FILE = 'webhook-secret';
 const GENERATED_KEY_BYTES = 32;

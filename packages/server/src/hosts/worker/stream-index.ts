@@ -11,9 +11,9 @@
  * per listed stream.
  */
 import { isPathUnder } from '@rivulet/contract';
-import type { SqlStorage } from '../ports/storage.js';
-import type { ListOptions } from '../engine/service.js';
-import type { IndexEntry } from './worker-api.js';
+import type { SqlStorage } from '../../ports/storage.js';
+import type { ListOptions } from '../../engine/service.js';
+import type { IndexEntry } from './api.js';
 
 export class StreamIndex {
   constructor(private readonly storage: SqlStorage) {

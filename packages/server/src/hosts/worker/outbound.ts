@@ -11,8 +11,8 @@
  * vetted here as it is in the Node host; Workers' fetch does not reach private networks of the
  * deployment (docs/cloudflare.md §4.4).
  */
-import { isPrivateHost } from '../core/private-address.js';
-import type { OutboundAnswer, OutboundHttp } from '../ports/outbound.js';
+import { isPrivateHost } from '../../core/private-address.js';
+import type { OutboundAnswer, OutboundHttp } from '../../ports/outbound.js';
 
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 

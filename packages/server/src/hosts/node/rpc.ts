@@ -8,11 +8,11 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { RivuletError } from '@rivulet/contract';
-import { authenticate, type TokenTable } from '../http/auth.js';
-import { toRivuletError, type ErrorLogger } from '../http/errors.js';
-import type { ItxDeps } from '../rpc/root.js';
-import { startRpcSession, type RpcSessionHooks } from '../rpc/session.js';
-import { coalesceWrites } from './coalesce-writes.js';
+import { authenticate, type TokenTable } from '../../http/auth.js';
+import { toRivuletError, type ErrorLogger } from '../../http/errors.js';
+import type { ItxDeps } from '../../rpc/root.js';
+import { startRpcSession, type RpcSessionHooks } from '../../rpc/session.js';
+import { coalesceWrites } from '../../net/coalesce-writes.js';
 
 // Cap'n Web reads WebSocket.CONNECTING from the global, which Node 20 does not define.
 (globalThis as { WebSocket?: unknown }).WebSocket ??= WebSocket;

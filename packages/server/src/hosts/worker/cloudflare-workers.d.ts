@@ -11,7 +11,7 @@ declare module 'cloudflare:workers' {
 
   export interface DurableObjectState {
     readonly id: DurableObjectId;
-    readonly storage: import('../adapters/durable-object/do-api.js').DoStorageApi;
+    readonly storage: import('../../adapters/durable-object/do-api.js').DoStorageApi;
     waitUntil(promise: Promise<unknown>): void;
     blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>;
   }

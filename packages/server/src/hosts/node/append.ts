@@ -12,14 +12,14 @@
  * path character the adapter would refuse), goes to the app untouched.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { StreamService } from '../engine/service.js';
-import type { ServerMetrics } from '../engine/metrics.js';
-import { authenticate, type TokenTable } from '../http/auth.js';
-import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType } from '../http/body.js';
-import { appendAnswer, parseAppendBody } from '../http/append-body.js';
-import { toRivuletError, type ErrorLogger } from '../http/errors.js';
-import { plainHeaders, type HeaderReader } from '../http/request-headers.js';
-import { parseStreamAddress } from '../http/stream-url.js';
+import type { StreamService } from '../../engine/service.js';
+import type { ServerMetrics } from '../../engine/metrics.js';
+import { authenticate, type TokenTable } from '../../http/auth.js';
+import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType } from '../../http/body.js';
+import { appendAnswer, parseAppendBody } from '../../http/append-body.js';
+import { toRivuletError, type ErrorLogger } from '../../http/errors.js';
+import { plainHeaders, type HeaderReader } from '../../http/request-headers.js';
+import { parseStreamAddress } from '../../http/stream-url.js';
 
 export interface NativeAppendOptions {
   service: StreamService;

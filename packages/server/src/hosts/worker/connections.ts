@@ -16,8 +16,8 @@
  */
 import { RpcTarget } from 'cloudflare:workers';
 import type { ConnectionBatch, ConnectionClosed, ConnectionCloseReason } from '@rivulet/contract';
-import type { ConnectionHandle } from '../engine/connections/index.js';
-import type { ConnectionControlApi, ConnectionOpenerApi, OpenedConnection, RemoteStub } from './worker-api.js';
+import type { ConnectionHandle } from '../../engine/connections/index.js';
+import type { ConnectionControlApi, ConnectionOpenerApi, OpenedConnection, RemoteStub } from './api.js';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

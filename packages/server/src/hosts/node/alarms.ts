@@ -1,5 +1,5 @@
 /** The timer port in the Node host: one timeout per stream alarm (re-set replaces it). */
-import type { AlarmFactory } from '../ports/timer.js';
+import type { AlarmFactory } from '../../ports/timer.js';
 
 const MAX_DELAY = 2_147_483_647;
 

@@ -28,15 +28,15 @@ import type {
   WaitForEventBody,
   WaitForEventResponse,
 } from '@rivulet/contract';
-import type { CopyBatch } from '../core/copy-builder.js';
-import type { FailureKind } from '../core/ladder.js';
-import type { WakeAnswer } from '../core/processor-wake.js';
-import type { HostedFailure } from '../engine/delivery/processor-port.js';
-import type { ReadRawResult } from '../engine/actor.js';
-import type { SubscribeResult } from '../engine/commands.js';
-import type { ListOptions, ReadOptions } from '../engine/service.js';
-import type { CopyReceipt } from '../ports/directory.js';
-import type { Wire } from './worker-wire.js';
+import type { CopyBatch } from '../../core/copy-builder.js';
+import type { FailureKind } from '../../core/ladder.js';
+import type { WakeAnswer } from '../../core/processor-wake.js';
+import type { HostedFailure } from '../../engine/delivery/processor-port.js';
+import type { ReadRawResult } from '../../engine/actor.js';
+import type { SubscribeResult } from '../../engine/commands.js';
+import type { ListOptions, ReadOptions } from '../../engine/service.js';
+import type { CopyReceipt } from '../../ports/directory.js';
+import type { Wire } from './wire.js';
 
 export interface TailRequest {
   afterOffset: number;

@@ -5,8 +5,8 @@
  */
 import { createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HookServer, TEST_CA } from '../../test/helpers/hook-server.js';
-import { DEFAULT_MAX_RESPONSE_BYTES, nodeOutbound, type HostResolver, type NodeOutbound, type ResolvedAddress } from './node-outbound.js';
+import { HookServer, TEST_CA } from '../../../test/helpers/hook-server.js';
+import { DEFAULT_MAX_RESPONSE_BYTES, nodeOutbound, type HostResolver, type NodeOutbound, type ResolvedAddress } from './outbound.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -5,9 +5,9 @@
  * caller names an object the same way.
  */
 import { Defaults } from '@rivulet/contract';
-import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
-import { parseTokensFile, type TokenTable } from '../http/auth.js';
-import type { HubObjectApi, IndexObjectApi, StreamObjectApi } from './worker-api.js';
+import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
+import { parseTokensFile, type TokenTable } from '../../http/auth.js';
+import type { HubObjectApi, IndexObjectApi, StreamObjectApi } from './api.js';
 
 /** What a Durable Object namespace binding offers the host (developers.cloudflare.com, namespace API). */
 export interface DoNamespace<T> {

@@ -10,8 +10,8 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNodeServer, type NodeServerOptions, type RunningServer } from './node.js';
-import { attachFront } from './node-front.js';
+import { startNodeServer, type NodeServerOptions, type RunningServer } from './serve.js';
+import { attachFront } from './front.js';
 
 interface Answer {
   status: number;

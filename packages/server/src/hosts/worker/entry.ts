@@ -23,21 +23,21 @@ import {
   type WaitForEventBody,
 } from '@rivulet/contract';
 import type { Hono } from 'hono';
-import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
-import type { CopyBatch } from '../core/copy-builder.js';
-import { createServerMetrics } from '../engine/metrics.js';
-import type { ListOptions, ReadOptions } from '../engine/service.js';
-import { createApp } from '../http/app.js';
-import { authenticate } from '../http/auth.js';
-import { consoleLogger, errorResponse } from '../http/errors.js';
-import { VERSION } from '../version.js';
-import type { ConnectionOpenerApi, IndexEntry, ItxDelivery, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './worker-api.js';
-import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './worker-env.js';
-import { PRINCIPAL_HEADER, RpcHub } from './worker-hub.js';
-import { StreamIndex } from './worker-index.js';
-import { durableStreamService } from './worker-service.js';
-import { StreamHost } from './worker-stream-host.js';
-import { answer } from './worker-wire.js';
+import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
+import type { CopyBatch } from '../../core/copy-builder.js';
+import { createServerMetrics } from '../../engine/metrics.js';
+import type { ListOptions, ReadOptions } from '../../engine/service.js';
+import { createApp } from '../../http/app.js';
+import { authenticate } from '../../http/auth.js';
+import { consoleLogger, errorResponse } from '../../http/errors.js';
+import { VERSION } from '../../version.js';
+import type { ConnectionOpenerApi, IndexEntry, ItxDelivery, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
+import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
+import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
+import { StreamIndex } from './stream-index.js';
+import { durableStreamService } from './service.js';
+import { StreamHost } from './stream-host.js';
+import { answer } from './wire.js';
 
 const RPC_PATH = '/v1/rpc';
 const logger = consoleLogger;

@@ -9,11 +9,11 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { RivuletError } from '@rivulet/contract';
-import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
-import { openSchema } from '../engine/schema.js';
-import { StreamStore } from '../engine/stream-store.js';
+import { SqliteStorage } from '../../adapters/sqlite/sqlite-storage.js';
+import { openSchema } from '../../engine/schema.js';
+import { StreamStore } from '../../engine/stream-store.js';
 import { DATABASE_FILE as DB_FILE, lockDataFolder } from './data-lock.js';
-import { PURGE_CHUNK_ROWS } from './node-purge.js';
+import { PURGE_CHUNK_ROWS } from './purge.js';
 
 export interface CompactReport {
   /** Bytes of the database and its WAL before and after. */

@@ -11,10 +11,10 @@
  */
 import { RpcTarget } from 'cloudflare:workers';
 import type { ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-port.js';
-import type { HostedCallableApi, HubWakeOutcome, RemoteFunction } from './worker-api.js';
-import { release } from './worker-connections.js';
-import { projectObjectName, type WorkerEnv } from './worker-env.js';
+import type { HostedCallable, HostedFailure, ProcessorWaker } from '../../engine/delivery/processor-port.js';
+import type { HostedCallableApi, HubWakeOutcome, RemoteFunction } from './api.js';
+import { release } from './connections.js';
+import { projectObjectName, type WorkerEnv } from './env.js';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

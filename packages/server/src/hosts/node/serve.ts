@@ -9,40 +9,40 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { getRequestListener, RequestError } from '@hono/node-server';
 import { Defaults, RivuletError, type CommittedEvent } from '@rivulet/contract';
-import { SqliteStorage, type Durability } from '../adapters/sqlite/sqlite-storage.js';
-import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
-import { createServerMetrics, type ServerMetrics } from '../engine/metrics.js';
-import { StreamRegistry } from '../engine/registry.js';
-import { openSchema } from '../engine/schema.js';
-import { LocalStreamService } from '../engine/service.js';
-import { StreamStore } from '../engine/stream-store.js';
-import { ErasedPurger } from './node-purge.js';
-import { createApp } from '../http/app.js';
-import { parseTokensFile } from '../http/auth.js';
-import { consoleLogger, errorResponse, type ErrorLogger } from '../http/errors.js';
-import { DeliveryEngine } from '../engine/delivery/engine.js';
-import { copyReceiver } from '../engine/delivery/copy-receiver.js';
-import type { StreamDirectory } from '../ports/directory.js';
-import { nodeAlarms } from './node-alarms.js';
-import type { HostResolver } from './node-outbound.js';
-import { nodeWebhooks } from './node-webhooks.js';
+import { SqliteStorage, type Durability } from '../../adapters/sqlite/sqlite-storage.js';
+import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
+import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
+import { StreamRegistry } from '../../engine/registry.js';
+import { openSchema } from '../../engine/schema.js';
+import { LocalStreamService } from '../../engine/service.js';
+import { StreamStore } from '../../engine/stream-store.js';
+import { ErasedPurger } from './purge.js';
+import { createApp } from '../../http/app.js';
+import { parseTokensFile } from '../../http/auth.js';
+import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
+import { DeliveryEngine } from '../../engine/delivery/engine.js';
+import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
+import type { StreamDirectory } from '../../ports/directory.js';
+import { nodeAlarms } from './alarms.js';
+import type { HostResolver } from './outbound.js';
+import { nodeWebhooks } from './webhooks.js';
 import { loadWebhookSecret } from './webhook-secret.js';
-import { attachRpc } from './node-rpc.js';
-import { CallableRegistry } from '../engine/itx/worker-registry.js';
-import { ItxRoot, type ItxDeps } from '../rpc/root.js';
-import { itxReceiver } from '../rpc/itx-receiver.js';
-import { SessionClosers } from '../rpc/session-closers.js';
-import { processorWaker } from '../rpc/processor-waker.js';
-import { nodeAssets } from './node-assets.js';
-import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './node-append.js';
-import { attachFront } from './node-front.js';
-import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
+import { attachRpc } from './rpc.js';
+import { CallableRegistry } from '../../engine/itx/worker-registry.js';
+import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
+import { itxReceiver } from '../../rpc/itx-receiver.js';
+import { SessionClosers } from '../../rpc/session-closers.js';
+import { processorWaker } from '../../rpc/processor-waker.js';
+import { nodeAssets } from './assets.js';
+import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
+import { attachFront } from './front.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
 import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../../version.js';
 
 export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
-export { compactDataFolder, type CompactReport } from './node-compact.js';
+export { compactDataFolder, type CompactReport } from './compact.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;
@@ -69,9 +69,9 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   headersTimeoutMs?: number;
 }
 
-/** packages/ui/dist beside this package (dist/hosts/node.js → ../../../ui/dist). */
+/** packages/ui/dist beside this package (dist/hosts/node/serve.js → ../../../../ui/dist). */
 function defaultUiDir(): string {
-  return fileURLToPath(new URL('../../../ui/dist/', import.meta.url));
+  return fileURLToPath(new URL('../../../../ui/dist/', import.meta.url));
 }
 
 export interface RunningServer {

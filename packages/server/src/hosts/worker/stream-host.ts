@@ -26,29 +26,29 @@ import {
   type WaitForEventBody,
   type WaitForEventResponse,
 } from '@rivulet/contract';
-import { DurableObjectAlarms } from '../adapters/durable-object/do-alarm.js';
-import type { DoStorageApi } from '../adapters/durable-object/do-api.js';
-import { DurableObjectStorage } from '../adapters/durable-object/do-storage.js';
-import type { StreamActor } from '../engine/actor.js';
-import { defaultEngineConfig, type EngineConfig } from '../engine/config.js';
-import { copyReceiver } from '../engine/delivery/copy-receiver.js';
-import { DeliveryEngine } from '../engine/delivery/engine.js';
-import type { Receiver } from '../engine/delivery/receiver.js';
-import { webhookReceiver } from '../engine/delivery/webhook-receiver.js';
-import { createServerMetrics } from '../engine/metrics.js';
-import { StreamRegistry } from '../engine/registry.js';
-import { openSchema } from '../engine/schema.js';
-import { LocalStreamService } from '../engine/service.js';
-import { StreamStore } from '../engine/stream-store.js';
-import type { ErrorLogger } from '../http/errors.js';
-import { systemClock, systemRandom } from '../ports/clock.js';
-import type { StreamDirectory } from '../ports/directory.js';
-import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, TailRequest } from './worker-api.js';
-import { ConnectionControl, holdOpener } from './worker-connections.js';
-import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './worker-env.js';
-import { fetchOutbound } from './worker-outbound.js';
-import { hubProcessorWaker } from './worker-processors.js';
-import { unwrap } from './worker-wire.js';
+import { DurableObjectAlarms } from '../../adapters/durable-object/do-alarm.js';
+import type { DoStorageApi } from '../../adapters/durable-object/do-api.js';
+import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
+import type { StreamActor } from '../../engine/actor.js';
+import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
+import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
+import { DeliveryEngine } from '../../engine/delivery/engine.js';
+import type { Receiver } from '../../engine/delivery/receiver.js';
+import { webhookReceiver } from '../../engine/delivery/webhook-receiver.js';
+import { createServerMetrics } from '../../engine/metrics.js';
+import { StreamRegistry } from '../../engine/registry.js';
+import { openSchema } from '../../engine/schema.js';
+import { LocalStreamService } from '../../engine/service.js';
+import { StreamStore } from '../../engine/stream-store.js';
+import type { ErrorLogger } from '../../http/errors.js';
+import { systemClock, systemRandom } from '../../ports/clock.js';
+import type { StreamDirectory } from '../../ports/directory.js';
+import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, TailRequest } from './api.js';
+import { ConnectionControl, holdOpener } from './connections.js';
+import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
+import { fetchOutbound } from './outbound.js';
+import { hubProcessorWaker } from './processors.js';
+import { unwrap } from './wire.js';
 
 /** Slack added to an in-flight delivery's deadline before the safety alarm rings. */
 const WATCHDOG_SLACK_MS = 1_000;

@@ -4,12 +4,12 @@
  * engine's webhook receiver signing with the server's secret (hosts/webhook-secret.ts).
  */
 import { createHmac } from 'node:crypto';
-import { webhookSecretKey } from '../core/webhook-signature.js';
-import { webhookReceiver } from '../engine/delivery/webhook-receiver.js';
-import type { Receiver } from '../engine/delivery/receiver.js';
-import type { Clock } from '../ports/clock.js';
-import type { MetricsRegistry } from '../engine/metrics.js';
-import { nodeOutbound, type HostResolver } from './node-outbound.js';
+import { webhookSecretKey } from '../../core/webhook-signature.js';
+import { webhookReceiver } from '../../engine/delivery/webhook-receiver.js';
+import type { Receiver } from '../../engine/delivery/receiver.js';
+import type { Clock } from '../../ports/clock.js';
+import type { MetricsRegistry } from '../../engine/metrics.js';
+import { nodeOutbound, type HostResolver } from './outbound.js';
 
 export interface NodeWebhookOptions {
   /** The secret in use (loadWebhookSecret). */

@@ -20,10 +20,10 @@
 import { STATUS_CODES } from 'node:http';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { isPrivateAddress, isPrivateHost } from '../core/private-address.js';
-import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../ports/outbound.js';
-import { abortError, Http1Client, type Http1Destination } from './http1-client.js';
-import { ResponseParseError } from './http1-response.js';
+import { isPrivateAddress, isPrivateHost } from '../../core/private-address.js';
+import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../../ports/outbound.js';
+import { abortError, Http1Client, type Http1Destination } from '../../net/http1-client.js';
+import { ResponseParseError } from '../../net/http1-response.js';
 
 export interface ResolvedAddress {
   address: string;

@@ -21,9 +21,9 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { readRequestHead, type HeadRules, type PlainRequest } from './http1-request.js';
-import { JSON_TYPE, type AppendAnswerer } from './node-append.js';
-import type { Counter, MetricsRegistry } from '../engine/metrics.js';
+import { readRequestHead, type HeadRules, type PlainRequest } from '../../net/http1-request.js';
+import { JSON_TYPE, type AppendAnswerer } from './append.js';
+import type { Counter, MetricsRegistry } from '../../engine/metrics.js';
 
 export interface FrontOptions {
   answer: AppendAnswerer;

@@ -9,10 +9,10 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServerMetrics } from '../engine/metrics.js';
-import type { StreamService } from '../engine/service.js';
-import { appendAnswerer, nativeAppend } from './node-append.js';
-import { startNodeServer, type RunningServer } from './node.js';
+import { createServerMetrics } from '../../engine/metrics.js';
+import type { StreamService } from '../../engine/service.js';
+import { appendAnswerer, nativeAppend } from './append.js';
+import { startNodeServer, type RunningServer } from './serve.js';
 
 describe('which requests the native path takes', () => {
   const logger = { error: () => undefined };
