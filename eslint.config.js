@@ -1,4 +1,4 @@
-// Lint with architecture rules (ARCHITECTURE.md "Layers"): core is pure (no node:*, cloudflare:*,
+// Lint with architecture rules (docs/architecture.md "Layers"): core is pure (no node:*, cloudflare:*,
 // adapters, edges, engine or hosts); the engine and ports never reach adapters, edges or hosts;
 // no import cycles anywhere. Zero warnings are allowed (npm run lint uses --max-warnings 0).
 import tseslint from 'typescript-eslint';
@@ -25,7 +25,7 @@ export default tseslint.config(
     files: ['packages/server/src/core/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/engine/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', '**/engine/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
       'core is pure: it may import only the contract and other core modules',
     ),
   },
@@ -33,14 +33,14 @@ export default tseslint.config(
     files: ['packages/server/src/engine/**/*.ts', 'packages/server/src/ports/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
       'the engine runs on every host: it reaches storage, time and other streams only through ports',
     ),
   },
   {
     files: ['packages/server/src/http/**/*.ts', 'packages/server/src/rpc/**/*.ts'],
     ignores: ['**/*.test.ts'],
-    rules: forbid([['node:*', 'cloudflare:*', '**/adapters/**', '**/hosts/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
+    rules: forbid([['node:*', 'cloudflare:*', '**/adapters/**', '**/hosts/**', '**/net/**', 'better-sqlite3', 'sql.js']], 'edges are shared by both hosts'),
   },
   // Host-specific modules stay with their host: cloudflare:* only in hosts/worker/ and the Durable
   // Object adapter; nothing of Node (node:*, native SQLite, the Node HTTP server) in what the Worker bundles.
@@ -57,10 +57,12 @@ export default tseslint.config(
       'the Durable Object adapter runs inside workerd and implements ports only',
     ),
   },
+  // The folder says where a file runs (docs/architecture.md "Layers"). hosts/node/ is the Node host,
+  // hosts/worker/ the Worker host bundled for workerd, net/ a leaf of Node protocol code.
   {
-    files: ['packages/server/src/hosts/**/*.ts'],
-    ignores: ['**/*.test.ts', 'packages/server/src/hosts/worker/**'],
-    rules: forbid([['cloudflare:*']], 'cloudflare:* belongs to the Worker host (hosts/worker/)'),
+    files: ['packages/server/src/hosts/node/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: forbid([['cloudflare:*', '**/hosts/worker/**', '../worker/**']], 'the Node host runs on Node: nothing of the Worker host (hosts/worker/)'),
   },
   {
     files: ['packages/server/src/hosts/worker/**/*.ts'],
@@ -69,6 +71,16 @@ export default tseslint.config(
       [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', '**/adapters/sqlite/**', '**/adapters/memory/**', '**/hosts/node/**', '../node/**', '**/net/**']],
       'the Worker host runs in workerd: nothing of the Node host',
     ),
+  },
+  {
+    files: ['packages/server/src/net/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|\\./)', message: 'net/ is a leaf of protocol code: it imports node:* and its own files only' }] },
+      ],
+    },
   },
   {
     files: ['packages/contract/src/**/*.ts'],
