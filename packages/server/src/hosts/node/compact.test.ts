@@ -3,7 +3,7 @@
  * finished first, what remains reads exactly as before, and a folder in use or without data is
  * refused with its code and message.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RivuletError } from '@rivulet/contract';
@@ -15,6 +15,7 @@ import { openSchema } from '../../engine/schema.js';
 import { StreamStore } from '../../engine/stream-store.js';
 import { systemClock, systemRandom } from '../../ports/clock.js';
 import { compactDataFolder } from './compact.js';
+import { lockDataFolder } from './data-lock.js';
 import { startNodeServer } from './serve.js';
 
 let dir: string;
@@ -90,15 +91,17 @@ describe('compactDataFolder', () => {
     const server = await startNodeServer({ port: 0, data: dir, logger: { error: () => undefined } });
     await server.close();
 
-    // A server in another process holds the folder's lock (its pid in LOCK; here our parent's, which runs).
-    writeFileSync(join(dir, 'LOCK'), String(process.ppid));
-    const busy = failure(() => compactDataFolder(dir));
-    expect(busy.code).toBe('PRECONDITION_FAILED');
-    expect(busy.message).toBe(
-      `cannot compact while the folder is in use: another Rivulet server (pid ${process.ppid}) is using the data folder ${dir}; stop that server first`,
-    );
-    expect(readFileSync(join(dir, 'LOCK'), 'utf8')).toBe(String(process.ppid));
-    rmSync(join(dir, 'LOCK'));
+    // A server holds the folder's lock (the kernel's lock on rivulet.lock; protocol §16.3).
+    const unlockServer = lockDataFolder(dir);
+    try {
+      const busy = failure(() => compactDataFolder(dir));
+      expect(busy.code).toBe('PRECONDITION_FAILED');
+      expect(busy.message).toBe(
+        `cannot compact while the folder is in use: another Rivulet server is using the data folder ${dir}; stop that server first`,
+      );
+    } finally {
+      unlockServer();
+    }
 
     // Another program with the database itself open and locked (no lock file): refused too, once
     // SQLite's busy timeout (5 s) has passed.
@@ -114,7 +117,6 @@ describe('compactDataFolder', () => {
       other.db.exec('ROLLBACK');
       other.close();
     }
-    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
     // Stopped: now it may.
     expect(compactDataFolder(dir).purgedRows).toBe(0);
   });

@@ -12,7 +12,7 @@ import { RivuletError } from '@rivulet/contract';
 import { SqliteStorage } from '../../adapters/sqlite/sqlite-storage.js';
 import { openSchema } from '../../engine/schema.js';
 import { StreamStore } from '../../engine/stream-store.js';
-import { DATABASE_FILE as DB_FILE, lockDataFolder } from './data-lock.js';
+import { DATABASE_FILE as DB_FILE, DataFolderInUse, lockDataFolder } from './data-lock.js';
 import { PURGE_CHUNK_ROWS } from './purge.js';
 
 export interface CompactReport {
@@ -62,7 +62,8 @@ export function compactDataFolder(dir: string, options: CompactOptions = {}): Co
   try {
     unlock = lockDataFolder(dir);
   } catch (error) {
-    throw new RivuletError('PRECONDITION_FAILED', `cannot compact while the folder is in use: ${(error as Error).message}; stop that server first`);
+    if (!(error instanceof DataFolderInUse)) throw error;
+    throw new RivuletError('PRECONDITION_FAILED', `cannot compact while the folder is in use: another Rivulet server is using the data folder ${dir}; stop that server first`);
   }
   try {
     const bytesBefore = bytesOf(dir);

@@ -1,45 +1,49 @@
 /**
  * One server per data folder: the engine keeps per-stream state in memory, so a second process on
- * the same files would answer from stale caches. A lock file holds the owner's pid; a lock left by a
- * process that no longer runs (kill -9) is taken over.
+ * the same files would answer from stale caches (protocol §16.8).
+ *
+ * The lock is a lock the kernel holds for us, not a file that names an owner: `rivulet.lock` is a
+ * small SQLite file whose connection takes an exclusive lock and, in SQLite's exclusive locking
+ * mode, keeps it until the connection closes. The kernel drops the lock when the holder exits for
+ * any reason (kill -9, a crash, a reboot), so nothing stale can outlive its owner, and no pid is
+ * trusted (a pid can belong to another process after a restart). SQLite also keeps its own table of
+ * the locks held inside one process, so a second server in the same process is refused as well.
+ * A holder that is exiting is waited for briefly (the busy timeout) before the folder is called in use.
  */
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 
 /** The database of a data folder (beside its lock and its webhook secret). */
 export const DATABASE_FILE = 'rivulet.db';
+/** The lock of a data folder. */
+export const LOCK_FILE = 'rivulet.lock';
+/** How long a start waits for a server that is still exiting to let go of the folder. */
+export const LOCK_WAIT_MS = 2_000;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+/** Thrown when another live server holds the folder. */
+export class DataFolderInUse extends Error {
+  constructor(readonly dir: string) {
+    super(`another Rivulet server is using the data folder ${dir} (it holds ${join(dir, LOCK_FILE)}); stop it first or choose another --data folder`);
+    this.name = 'DataFolderInUse';
   }
 }
 
-export function lockDataFolder(dir: string): () => void {
-  const file = join(dir, 'LOCK');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(file, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => {
-        try {
-          if (readFileSync(file, 'utf8') === String(process.pid)) unlinkSync(file);
-        } catch {
-          // Already gone.
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const pid = Number(readFileSync(file, 'utf8').trim());
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new Error(`another Rivulet server (pid ${pid}) is using the data folder ${dir}`);
-      }
-      unlinkSync(file);
-    }
+/** Locks `dir` for this process; the returned function lets go. Throws DataFolderInUse when held. */
+export function lockDataFolder(dir: string, waitMs: number = LOCK_WAIT_MS): () => void {
+  const db = new Database(join(dir, LOCK_FILE), { timeout: waitMs });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    // BEGIN EXCLUSIVE takes the file's exclusive lock; exclusive locking mode keeps it after COMMIT.
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
+  } catch (error) {
+    db.close();
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') throw new DataFolderInUse(dir);
+    throw error;
   }
-  throw new Error(`could not lock the data folder ${dir}`);
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    db.close();
+  };
 }
