@@ -23,6 +23,13 @@ describe('isPrivateHost (URL host names)', () => {
     ['http://[::ffff:169.254.169.254]/', '[::ffff:a9fe:a9fe]'],
     ['http://[::127.0.0.1]/', '[::7f00:1]'],
     ['http://[64:ff9b::10.0.0.1]/', '[64:ff9b::a00:1]'],
+    // The metadata address in three more IPv6 notations: local-use NAT64 (64:ff9b:1::/48, here
+    // with the address at the /96 position and at the /48 position), IPv4-translated (SIIT), Teredo.
+    ['http://[64:ff9b:1::169.254.169.254]/', '[64:ff9b:1::a9fe:a9fe]'],
+    ['http://[64:ff9b:1:a9fe:a9:fe00::]/', '[64:ff9b:1:a9fe:a9:fe00::]'],
+    ['http://[::ffff:0:169.254.169.254]/', '[::ffff:0:a9fe:a9fe]'],
+    ['http://[::ffff:0:a9fe:a9fe]/', '[::ffff:0:a9fe:a9fe]'],
+    ['http://[2001:0:4136:e378:8000:63bf:5601:5601]/', '[2001:0:4136:e378:8000:63bf:5601:5601]'],
     ['http://169.254.169.254/', '169.254.169.254'],
     ['http://10.0.0.1/', '10.0.0.1'],
     ['http://10.255.255.255/', '10.255.255.255'],
@@ -78,6 +85,9 @@ describe('isPrivateHost (URL host names)', () => {
     'http://[::ffff:8.8.8.8]/',
     'http://[fbff::1]/',
     'http://[2002:808:808::1]/',
+    'http://[64:ff9b::8.8.8.8]/',
+    'http://[::ffff:0:8.8.8.8]/',
+    'http://[2001:1::1]/',
     'http://notlocalhost/',
     'http://localhost.example.com/',
     'http://metadata.example.com/',
@@ -98,7 +108,7 @@ describe('isPrivateHost (URL host names)', () => {
 });
 
 describe('isPrivateAddress (resolved addresses)', () => {
-  it.each(['127.0.0.1', '10.1.2.3', '169.254.169.254', '192.168.0.1', '0.0.0.0', '::1', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', 'fe80::1', 'fd12:3456::1', 'fe80::1%eth0'])(
+  it.each(['127.0.0.1', '10.1.2.3', '169.254.169.254', '192.168.0.1', '0.0.0.0', '::1', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', 'fe80::1', 'fd12:3456::1', 'fe80::1%eth0', '64:ff9b:1::a9fe:a9fe', '::ffff:0:a9fe:a9fe', '2001:0:4136:e378:8000:63bf:5601:5601'])(
     '%s is private',
     (address) => {
       expect(isPrivateAddress(address)).toBe(true);

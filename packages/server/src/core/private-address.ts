@@ -77,8 +77,15 @@ function privateV6(g: number[]): boolean {
   if ((g[0]! & 0xff00) === 0xff00) return true; // multicast
   const embedded = (hi: number, lo: number) => privateV4(((hi << 16) >>> 0) + lo);
   if (allZero(0, 5) && g[5] === 0xffff) return embedded(g[6]!, g[7]!); // ::ffff:a.b.c.d
+  if (allZero(0, 4) && g[4] === 0xffff && g[5] === 0) return embedded(g[6]!, g[7]!); // ::ffff:0:a.b.c.d (IPv4-translated, SIIT)
   if (allZero(0, 6)) return embedded(g[6]!, g[7]!); // ::a.b.c.d (deprecated compatible form)
-  if (g[0] === 0x64 && g[1] === 0xff9b && allZero(2, 6)) return embedded(g[6]!, g[7]!); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && allZero(2, 6)) return embedded(g[6]!, g[7]!); // NAT64 well-known prefix
+  // Local-use NAT64 (64:ff9b:1::/48) maps IPv4 addresses by a site's own rules, with the address at
+  // a position that depends on the prefix the site chose: never a public destination, refused whole.
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return true;
+  // Teredo (2001:0::/32) tunnels to the client's IPv4 address, stored inverted in the last 32 bits,
+  // through a relay the sender does not choose: refused whole, whatever address it carries.
+  if (g[0] === 0x2001 && g[1] === 0) return true;
   if (g[0] === 0x2002) return embedded(g[1]!, g[2]!); // 6to4 carries an IPv4 address
   return false;
 }

@@ -88,6 +88,11 @@ describe('with tokens, private destinations are refused', () => {
     'http://169.254.169.254/latest/meta-data/',
     'http://[fd00:ec2::254]/latest/meta-data/',
     'http://[fe80::1]/hook',
+    // The metadata address behind IPv6 translation and tunnelling prefixes.
+    'http://[64:ff9b::169.254.169.254]/latest/meta-data/',
+    'http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/',
+    'http://[::ffff:0:a9fe:a9fe]/latest/meta-data/',
+    'http://[2001:0:4136:e378:8000:63bf:5601:5601]/latest/meta-data/',
     'http://metadata.google.internal/computeMetadata/v1/',
     'https://user:pass@127.0.0.1/hook',
   ];
