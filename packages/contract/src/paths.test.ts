@@ -32,6 +32,24 @@ describe('canonicalizePath (SEMANTICS §9.3, S9)', () => {
     expect(rejects('/a/').message).toContain('empty segment');
   });
 
+  it('refuses text that is not well-formed Unicode (a lone surrogate), and keeps paired ones', () => {
+    for (const raw of ['/a\ud800', '/\udc00/b', '\ud83d', '/x/\ude00y', '/a\udc00\ud800']) {
+      let thrown: unknown;
+      try {
+        canonicalizePath(raw);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(RivuletError);
+      expect([(thrown as RivuletError).code, (thrown as RivuletError).message]).toEqual([
+        'INVALID_INPUT',
+        `stream path ${JSON.stringify(raw)} is not well-formed Unicode: it holds a lone UTF-16 surrogate`,
+      ]);
+    }
+    expect(canonicalizePath('/emoji/\ud83d\ude00')).toBe('/emoji/😀');
+    expect(canonicalizePath('/emoji/%F0%9F%98%80', { decode: true })).toBe('/emoji/😀');
+  });
+
   it('decodes URL segments one by one and refuses an encoded slash or colon', () => {
     expect(canonicalizePath('/a%20b/c', { decode: true })).toBe('/a b/c');
     expect(rejects('/a%2Fb', true).message).toContain('"/" inside one segment');

@@ -11,6 +11,8 @@ import { RivuletError } from './errors.js';
 import { Limits } from './limits.js';
 
 const FORBIDDEN_CHAR = /[?#\\:\u0000-\u001f\u007f-\u009f]/u;
+/** A UTF-16 surrogate standing alone (with the u flag a well-formed pair is one code point, not Cs). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 export interface CanonicalizeOptions {
   /** Percent-decode each segment (paths taken from a URL). */
@@ -51,6 +53,11 @@ export function canonicalizePath(raw: string, options: CanonicalizeOptions = {})
   }
   const out: string[] = [];
   for (const segment of segments) {
+    // Text that is not well-formed Unicode has no UTF-8 form: such a stream could be created but no
+    // URL could ever name it again (protocol §2).
+    if (LONE_SURROGATE.test(segment)) {
+      throw invalid(`stream path ${JSON.stringify(raw)} is not well-formed Unicode: it holds a lone UTF-16 surrogate`, raw);
+    }
     if (FORBIDDEN_CHAR.test(segment)) {
       throw invalid(
         `stream path "${raw}" contains a character that paths may not use (?, #, \\, : or a control character)`,

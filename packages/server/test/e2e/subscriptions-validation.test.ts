@@ -232,6 +232,20 @@ describe('S43 invalid combinations never commit', () => {
     );
   });
 
+  it('a path that is not well-formed Unicode (a lone surrogate) is INVALID_INPUT wherever a body names a stream, and creates nothing', async () => {
+    const lone = '/s43/bad\ud800';
+    const message = `stream path ${JSON.stringify(lone)} is not well-formed Unicode: it holds a lone UTF-16 surrogate`;
+    await refused(() => command(api, recv, 'subscribeToEventsFrom', { sourceStreamPath: lone, subscriptionKey: 'lone' }), 'INVALID_INPUT', message, [src, recv]);
+    await refused(
+      () => api.post(src, configured({ subscriptionKey: 'lone', filter: { eventTypes: ['never'] }, receiver: copyTo(lone) })),
+      'INVALID_INPUT',
+      `receiver.receivingStreamPath: ${message}`,
+      [src, recv],
+    );
+    const listed = await api.request<{ streams: { path: string }[] }>('GET', '/v1/streams?prefix=/s43');
+    expect(listed.body.streams.map((s) => s.path).filter((p) => p.includes('\ufffd') || p.includes('bad'))).toEqual([]);
+  });
+
   it('S43 a cursor-set beyond the head is INVALID_INPUT, raw and through setSubscriptionCursor', async () => {
     const head = await headOf(api, src);
     const beyond = `afterOffset ${head + 1} is beyond this stream's current maximum offset ${head}`;
