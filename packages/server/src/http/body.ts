@@ -18,7 +18,7 @@ export function requireJsonContentType(contentType: string | null | undefined): 
   }
 }
 
-function tooLarge(limit: number): RivuletError {
+export function tooLarge(limit: number): RivuletError {
   return new RivuletError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit });
 }
 
@@ -28,16 +28,24 @@ export function checkDeclaredLength(headers: HeaderReader, maxBytes: number): vo
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
 }
 
+const EMPTY = new Uint8Array(0);
+
+/**
+ * The body's bytes, for a request whose declared length (if any) is already within the cap. A
+ * chunked body is counted while it is read and refused as soon as it passes `maxBytes`; the caller
+ * still checks the length of what was read.
+ */
+export async function readBodyBytes(request: Request, headers: HeaderReader, maxBytes: number): Promise<Uint8Array> {
+  // A declared length is read in one go. On Node this must not touch `request.body`, which would
+  // build the web stream machinery, the largest cost of a small append.
+  if (headers.get('content-length') !== null) return new Uint8Array(await request.arrayBuffer());
+  if (request.body) return readCapped(request.body, maxBytes);
+  return EMPTY;
+}
+
 export async function readBodyText(request: Request, headers: HeaderReader, maxBytes: number): Promise<string> {
   checkDeclaredLength(headers, maxBytes);
-  const declared = headers.get('content-length');
-  // A declared length is already within the cap: read it in one go. On Node this must not touch
-  // `request.body`, which would build the web stream machinery, the largest cost of a small
-  // append. A chunked body is counted while it is read.
-  let bytes: Uint8Array;
-  if (declared !== null) bytes = new Uint8Array(await request.arrayBuffer());
-  else if (request.body) bytes = await readCapped(request.body, maxBytes);
-  else return '';
+  const bytes = await readBodyBytes(request, headers, maxBytes);
   if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
   return decodeBody(bytes);
 }

@@ -23,7 +23,10 @@ export function toRivuletError(error: unknown, logger: ErrorLogger): RivuletErro
 }
 
 export function errorResponse(error: unknown, logger: ErrorLogger): Response {
-  const e = toRivuletError(error, logger);
+  return rivuletErrorResponse(toRivuletError(error, logger));
+}
+
+export function rivuletErrorResponse(e: RivuletError): Response {
   const body: ErrorBody = e.toBody();
   return new Response(JSON.stringify(body), {
     status: e.status,

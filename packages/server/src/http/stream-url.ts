@@ -31,6 +31,15 @@ export function parseStreamAddress(rawPath: string): Readonly<StreamAddress> {
   return address;
 }
 
+/**
+ * Whether a raw stream path selects a custom method (":method" after its last segment), as
+ * parseStreamAddress would judge it; without one, a POST to it is the append route.
+ */
+export function hasMethodSuffix(rawPath: string): boolean {
+  const colon = rawPath.lastIndexOf(':');
+  return colon !== -1 && colon > rawPath.lastIndexOf('/');
+}
+
 function parseFresh(rawPath: string): StreamAddress {
   let rest = rawPath.slice(STREAMS_PREFIX.length);
   let method: string | null = null;
