@@ -1,24 +1,28 @@
 /**
- * The Hono application shared by every host: routes, authentication, the error mapping, metrics.
- * It depends on the stream service interface only, never on a storage adapter or a host.
+ * The Hono application shared by every host: routes, authentication, the error mapping, and the
+ * request hooks (request-hooks.ts: the metrics) for every request it answers. A plain append is
+ * answered by the append route (append-route.ts), the same function the Node host's other
+ * entrances use. It depends on the stream service interface only, never on a storage adapter or a host.
  */
 import { Hono, type Context } from 'hono';
-import { RivuletError } from '@rivulet/contract';
+import { RivuletError, type ErrorCode } from '@rivulet/contract';
 import type { StreamService } from '../engine/service.js';
 import type { ServerMetrics } from '../engine/metrics.js';
 import { authenticate, type TokenTable } from './auth.js';
+import { readBodyBytes } from './body.js';
 import { headerReader } from './request-headers.js';
-import { consoleLogger, errorResponse, type ErrorLogger } from './errors.js';
+import { consoleLogger, errorResponse, rivuletErrorResponse, toRivuletError, type ErrorLogger } from './errors.js';
 import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
+import { JSON_TYPE, appendAnswerer, hooksOf } from './append-route.js';
+import type { AnswerHeaders, AnsweredRequest, RequestHooks } from './request-hooks.js';
 import {
   handleListRequest,
   handleStreamRequest,
-  json,
   routeTemplate,
   stateMethod,
   type CustomMethod,
 } from './stream-routes.js';
-import { STREAMS_PREFIX, parseStreamAddress } from './stream-url.js';
+import { STREAMS_PREFIX, hasMethodSuffix, parseStreamAddress } from './stream-url.js';
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 import { connectionMethods, connectionOperations } from './connection-methods.js';
 
@@ -39,6 +43,11 @@ export interface AppOptions {
    * Hosts provide it (the Node host reads packages/ui/dist); without it `/` is NOT_FOUND.
    */
   assets?(path: string): Promise<Response | null>;
+  /**
+   * What every answered request is reported to; the host composes it once and gives the same to
+   * its other entrances. Without it, the request-duration metric alone (in `metrics`).
+   */
+  hooks?: RequestHooks;
 }
 
 /** The Node incoming message, when the host is Node (the adapter passes it as a binding). */
@@ -56,6 +65,26 @@ function rawPathOf(c: Context): string {
   return new URL(c.req.url).pathname;
 }
 
+/** The error code of an error a handler threw (Hono's onError answered it), as errorResponse maps it. */
+function codeOf(error: Error | undefined): ErrorCode | undefined {
+  if (error === undefined) return undefined;
+  return error instanceof RivuletError ? error.code : 'INTERNAL';
+}
+
+/** Adds the hooks' header fields to the answer (responses built here have mutable headers). */
+function addFields(c: Context, fields: AnswerHeaders): void {
+  let res = c.res;
+  try {
+    for (const [name, value] of fields) res.headers.append(name, value);
+  } catch {
+    // Immutable headers (a response that came from fetch): answer a copy instead.
+    res = new Response(res.body, res);
+    for (const [name, value] of fields) res.headers.append(name, value);
+    c.res = undefined;
+    c.res = res;
+  }
+}
+
 export function createApp(options: AppOptions): Hono {
   const logger = options.logger ?? consoleLogger;
   const methods = new Map<string, CustomMethod>([
@@ -68,7 +97,9 @@ export function createApp(options: AppOptions): Hono {
     [...coreOperations, ...subscriptionOperations, ...connectionOperations, ...(options.operations ?? [])],
     options.version ?? '0.0.0',
   );
-  const { metrics } = options;
+  const { metrics, maxBodyBytes } = options;
+  const hooks = hooksOf({ ...options, logger });
+  const answerAppend = appendAnswerer({ service: options.service, tokens: options.tokens, maxBodyBytes, logger, hooks });
   const app = new Hono();
 
   app.onError((error) => errorResponse(error, logger));
@@ -77,7 +108,18 @@ export function createApp(options: AppOptions): Hono {
     const started = performance.now();
     const rawPath = rawPathOf(c);
     const isStream = rawPath.startsWith(`${STREAMS_PREFIX}/`);
+    if (isStream && c.req.method === 'POST' && !hasMethodSuffix(rawPath)) {
+      // The append route decides, and tells the hooks, itself.
+      const request = c.req.raw;
+      const headers = headerReader(request, incomingOf(c));
+      const answer = await answerAppend(rawPath, headers, () => readBodyBytes(request, headers, maxBodyBytes), started);
+      const res = new Response(answer.text, { status: answer.status, headers: { 'content-type': JSON_TYPE } });
+      if (answer.headers !== undefined) for (const [name, value] of answer.headers) res.headers.append(name, value);
+      c.res = res;
+      return;
+    }
     let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
+    let errorCode: ErrorCode | undefined;
     try {
       if (isStream) {
         const address = parseStreamAddress(rawPath);
@@ -86,24 +128,37 @@ export function createApp(options: AppOptions): Hono {
         const principal = authenticate(headers, options.tokens);
         c.res = await handleStreamRequest(c.req.raw, headers, address, principal, {
           service: options.service,
-          maxBodyBytes: options.maxBodyBytes,
+          maxBodyBytes,
           methods,
           sse: { onOpen: () => metrics.sseReaders.inc(), onClose: () => metrics.sseReaders.dec() },
         });
       } else {
         await next();
         route = `${c.req.method} ${c.req.routePath}`;
+        errorCode = codeOf(c.error);
       }
     } catch (error) {
-      c.res = errorResponse(error, logger);
+      const e = toRivuletError(error, logger);
+      errorCode = e.code;
+      c.res = rivuletErrorResponse(e);
     }
-    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(c.res.status) });
+    const answered: AnsweredRequest = {
+      method: c.req.method,
+      route,
+      status: c.res.status,
+      durationMs: performance.now() - started,
+      errorCode,
+    };
+    if (hooks.answerHeaders !== undefined) {
+      const fields = hooks.answerHeaders(answered, headerReader(c.req.raw, incomingOf(c)));
+      if (fields !== undefined) addFields(c, fields);
+    }
+    hooks.onAnswered(answered);
   });
 
   app.get('/healthz', (c) => {
-    if (options.ready && !options.ready()) {
-      return errorResponse(new RivuletError('UNAVAILABLE', 'starting or shutting down'), logger);
-    }
+    // Thrown, so that Hono's onError answers it and the hooks learn its code (c.error).
+    if (options.ready && !options.ready()) throw new RivuletError('UNAVAILABLE', 'starting or shutting down');
     return c.json({ ok: true });
   });
 
@@ -135,9 +190,12 @@ export function createApp(options: AppOptions): Hono {
     });
   }
 
-  app.notFound((c) =>
-    json({ error: { code: 'NOT_FOUND', message: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404),
-  );
+  app.notFound((c) => {
+    const error = new RivuletError('NOT_FOUND', `no route ${c.req.method} ${new URL(c.req.url).pathname}`);
+    // Told to the hooks like a thrown error's code (the middleware reads c.error).
+    c.error = error;
+    return rivuletErrorResponse(error);
+  });
 
   return app;
 }

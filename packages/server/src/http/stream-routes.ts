@@ -2,6 +2,8 @@
  * The /v1/streams routes (API.md §3). One dispatcher handles every stream address so that paths
  * are parsed exactly once, by the rules of stream-url.ts, whatever the URL normaliser did before.
  * Custom methods (":state", and the commands later capabilities register) are looked up in a table.
+ * A POST without a method is the append route, which the app answers with append-route.ts before
+ * it comes here.
  */
 import {
   ListQuerySchema,
@@ -17,7 +19,6 @@ import { readJsonBody } from './body.js';
 import { sseResponse } from './sse.js';
 import type { StreamAddress } from './stream-url.js';
 import type { HeaderReader } from './request-headers.js';
-import { appendAnswer, parseAppendBody } from './append-body.js';
 
 export interface StreamRequest {
   request: Request;
@@ -116,11 +117,6 @@ export async function handleStreamRequest(
   }
 
   switch (request.method) {
-    case 'POST': {
-      const inputs = parseAppendBody(await req.json());
-      const events = await service.append(projectId, address.path, inputs);
-      return new Response(appendAnswer(events), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
-    }
     case 'GET':
     case 'HEAD': {
       const q = parseOrThrow(ReadQuerySchema, queryObject(url), 'query');

@@ -1,9 +1,9 @@
 /**
  * The Node host answers a plain append (`POST /v1/streams/{path}` with a declared body length)
- * without the Hono app, with the same functions the app's route uses (stream-url, auth, body,
- * append-body, the error mapping) and the same metrics. `appendAnswerer` is that work; it serves
- * the connection front (node-front.ts), which answers connections that only append, and
- * `nativeAppend`, which answers such a request on node:http once a connection was handed over.
+ * on node:http without the Hono app, once a connection was handed over by the connection front
+ * (front.ts). It is transport only: it picks the requests, reads the body and writes the answer;
+ * what the answer is, is decided by the append route (http/append-route.ts), the same function
+ * the front and the app call, which also tells the host's request hooks (http/request-hooks.ts).
  *
  * Why: one sequential client pays every fixed cost of a request once per append, and on this host
  * the web Request/Response objects, the adapter and the middleware chain were a measurable share
@@ -12,31 +12,16 @@
  * path character the adapter would refuse), goes to the app untouched.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { StreamService } from '../../engine/service.js';
-import type { ServerMetrics } from '../../engine/metrics.js';
-import { authenticate, type TokenTable } from '../../http/auth.js';
-import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType } from '../../http/body.js';
-import { appendAnswer, parseAppendBody } from '../../http/append-body.js';
-import { toRivuletError, type ErrorLogger } from '../../http/errors.js';
-import { plainHeaders, type HeaderReader } from '../../http/request-headers.js';
-import { parseStreamAddress } from '../../http/stream-url.js';
+import { JSON_TYPE, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
+import type { ErrorLogger } from '../../http/errors.js';
+import { plainHeaders } from '../../http/request-headers.js';
 
-export interface NativeAppendOptions {
-  service: StreamService;
-  tokens: TokenTable | null;
-  metrics: ServerMetrics;
-  maxBodyBytes: number;
-  logger: ErrorLogger;
-}
+export { appendAnswerer, JSON_TYPE, type AppendAnswer, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
 
 /** Paths of plain characters only: no query, no ":method", no backslash (the adapter refuses those). */
 const PLAIN_APPEND_URL = /^\/v1\/streams\/[A-Za-z0-9\-._~%!$&'()*+,;=@/]*$/;
 /** A host name or IPv4/IPv6 literal with an optional port: what the adapter accepts without question. */
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-
-export const JSON_TYPE = 'application/json; charset=utf-8';
-const ROUTE = 'POST /v1/streams/{path}';
-const INVALID_ROUTE = 'POST /v1/streams/{invalid}';
 
 function readBody(incoming: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -58,51 +43,15 @@ export function isPlainHost(host: string): boolean {
   return PLAIN_HOST.test(host);
 }
 
-export interface AppendAnswer {
-  status: number;
-  /** The JSON body. */
-  text: string;
-}
-
-/**
- * The append route's work for a request already known to be plain: check the headers, read the
- * body (only once the headers passed, like the app), append, and answer the JSON; errors become
- * their JSON answers (API.md §4). Records the request under the route's metric. Never rejects.
- */
-export type AppendAnswerer = (
-  url: string,
-  headers: HeaderReader,
-  body: () => Promise<Uint8Array> | Uint8Array,
-  started: number,
-) => Promise<AppendAnswer>;
-
-export function appendAnswerer(options: NativeAppendOptions): AppendAnswerer {
-  const { service, tokens, metrics, maxBodyBytes, logger } = options;
-  return async (url, headers, body, started) => {
-    let route = INVALID_ROUTE;
-    let status: number;
-    let text: string;
-    try {
-      const address = parseStreamAddress(url);
-      route = ROUTE;
-      const principal = authenticate(headers, tokens);
-      requireJsonContentType(headers.get('content-type'));
-      checkDeclaredLength(headers, maxBodyBytes);
-      const inputs = parseAppendBody(parseJsonText(decodeBody(await body())));
-      text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
-      status = 200;
-    } catch (error) {
-      const e = toRivuletError(error, logger);
-      status = e.status;
-      text = JSON.stringify(e.toBody());
-    }
-    metrics.httpDuration.observe((performance.now() - started) / 1000, { route, status: String(status) });
-    return { status, text };
-  };
-}
-
-function send(outgoing: ServerResponse, status: number, text: string): void {
-  outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
+function send(outgoing: ServerResponse, { status, text, headers }: AppendReply): void {
+  const length = Buffer.byteLength(text);
+  if (headers === undefined) outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': length });
+  else {
+    // A flat list keeps every field the hooks gave, in order, like the front writes them.
+    const fields = ['content-type', JSON_TYPE, 'content-length', String(length)];
+    for (const [name, value] of headers) fields.push(name, value);
+    outgoing.writeHead(status, fields);
+  }
   outgoing.end(text);
 }
 
@@ -127,8 +76,8 @@ export function nativeAppend(
       return false;
     }
     answer(url, plainHeaders(incoming.headers), () => readBody(incoming), performance.now())
-      .then(({ status, text }) => {
-        if (!outgoing.destroyed) send(outgoing, status, text);
+      .then((reply) => {
+        if (!outgoing.destroyed) send(outgoing, reply);
       })
       .catch((error: unknown) => {
         logger.error('rivulet: answering an append failed', error);

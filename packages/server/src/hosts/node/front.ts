@@ -1,8 +1,9 @@
 /**
  * The front of the Node host's listening socket: every new connection is read here first, and as
  * long as its requests are plain appends (http1-request.ts: `POST /v1/streams/{path}`, a declared
- * length, nothing unusual) they are answered here, on the socket, with the append route's own
- * function (node-append.ts `appendAnswerer`). At the first request that is anything else the
+ * length, nothing unusual) they are answered here, on the socket, with the answer the append
+ * route decides (http/append-route.ts, which also tells the request hooks): the front only reads
+ * the bytes and writes the answer. At the first request that is anything else the
  * connection is handed to node:http for the rest of its life: its bytes go back in front of the
  * socket's stream and node:http's own connection listener takes the socket, so its parser sees
  * exactly what the client sent. Requests on one connection are answered strictly in order: a
@@ -22,11 +23,21 @@ import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { readRequestHead, type HeadRules, type PlainRequest } from '../../net/http1-request.js';
-import { JSON_TYPE, type AppendAnswerer } from './append.js';
+import { JSON_TYPE, type AppendReply } from '../../http/append-route.js';
+import type { HeaderReader } from '../../http/request-headers.js';
+import type { AnswerHeaders } from '../../http/request-hooks.js';
 import type { Counter, MetricsRegistry } from '../../engine/metrics.js';
 
+/** The append route's answerer (http/append-route.ts `AppendAnswerer`), as far as the front needs it. */
+export type FrontAnswerer = (
+  url: string,
+  headers: HeaderReader,
+  body: () => Uint8Array,
+  started: number,
+) => Promise<AppendReply>;
+
 export interface FrontOptions {
-  answer: AppendAnswerer;
+  answer: FrontAnswerer;
   rules: HeadRules;
   log(message: string, error: unknown): void;
   /** Where `rivulet_http_front_connections` and `rivulet_http_handovers_total` are kept. */
@@ -66,6 +77,13 @@ function httpDate(): string {
     dateText = new Date(second * 1000).toUTCString();
   }
   return dateText;
+}
+
+/** The request hooks' header fields as head lines (request-hooks.ts checked that they can be written). */
+function fieldLines(fields: AnswerHeaders): string {
+  let lines = '';
+  for (const [name, value] of fields) lines += `${name}: ${value}\r\n`;
+  return lines;
 }
 
 type Phase = 'idle' | 'head' | 'body' | 'answering';
@@ -160,7 +178,7 @@ class FrontConnection {
     this.served = true;
     this.request = null;
     this.owner.answer(request.target, { get: (name) => request.fields.get(name) ?? null }, () => body, performance.now()).then(
-      (answer) => this.answered(request, answer.status, answer.text),
+      (reply) => this.answered(request, reply),
       (error: unknown) => {
         this.owner.log('rivulet: answering an append failed', error);
         this.socket.destroy();
@@ -174,14 +192,14 @@ class FrontConnection {
     return this.chunks[0]!;
   }
 
-  private answered(request: PlainRequest, status: number, text: string): void {
+  private answered(request: PlainRequest, { status, text, headers }: AppendReply): void {
     if (this.done || this.socket.destroyed) return;
     // After the client's half-close, requests it sent before are still answered, then it ends.
     const close = request.close || this.owner.closing || (this.clientEnded && this.buffered === 0);
     const keepAlive = close ? 'close' : `keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.owner.server.keepAliveTimeout / 1000)}`;
     this.socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
-        `Date: ${httpDate()}\r\nConnection: ${keepAlive}\r\n\r\n${text}`,
+        `${headers === undefined ? '' : fieldLines(headers)}Date: ${httpDate()}\r\nConnection: ${keepAlive}\r\n\r\n${text}`,
     );
     if (close) return this.finish();
     // A client that sends without reading the answers: read on once they have gone out.
@@ -260,7 +278,7 @@ class FrontConnection {
 interface FrontState {
   server: Server;
   nodeListeners: Array<(socket: Socket) => void>;
-  answer: AppendAnswerer;
+  answer: FrontAnswerer;
   rules: HeadRules;
   log(message: string, error: unknown): void;
   connections: Set<FrontConnection>;

@@ -18,6 +18,7 @@ import { LocalStreamService } from '../../engine/service.js';
 import { StreamStore } from '../../engine/stream-store.js';
 import { ErasedPurger } from './purge.js';
 import { createApp } from '../../http/app.js';
+import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { parseTokensFile } from '../../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
 import { DeliveryEngine } from '../../engine/delivery/engine.js';
@@ -209,15 +210,19 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     log: (message, error) => logger.warn?.(`rivulet: ${message}${error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`}`),
   });
   let ready = false;
+  // Every entrance (the app, the native append path, the front) reports to the same hooks.
+  const hooks = composeRequestHooks([metricsHook(metrics)], logger);
+  const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
   const app = createApp({
     service,
     tokens,
     metrics,
-    maxBodyBytes: options.maxBodyBytes ?? Defaults.maxBodyBytes,
+    maxBodyBytes,
     version: VERSION,
     ...(options.logger ? { logger: options.logger } : {}),
     ready: () => ready,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
+    hooks,
   });
 
   // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get
@@ -232,16 +237,15 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         logger,
       ),
   });
-  // Plain appends are answered on node:http directly (node-append.ts); everything else by the app.
-  const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
-  const answerAppend = appendAnswerer({ service, tokens, metrics, maxBodyBytes, logger });
+  // Plain appends are answered on node:http directly (append.ts); everything else by the app.
+  const answerAppend = appendAnswerer({ service, tokens, maxBodyBytes, logger, hooks });
   const appendNatively = nativeAppend(answerAppend, logger);
   const server = createServer((incoming, outgoing) => {
     if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   if (options.headersTimeoutMs !== undefined) server.headersTimeout = options.headersTimeoutMs;
-  // Connections that only append are answered before node:http (node-front.ts).
+  // Connections that only append are answered before node:http (front.ts).
   const front = attachFront(server, {
     answer: answerAppend,
     rules: { maxBodyBytes, accepts: (target, hostHeader) => isPlainAppendTarget(target) && isPlainHost(hostHeader) },

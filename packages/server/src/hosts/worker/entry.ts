@@ -28,6 +28,7 @@ import type { CopyBatch } from '../../core/copy-builder.js';
 import { createServerMetrics } from '../../engine/metrics.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import { createApp } from '../../http/app.js';
+import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { authenticate } from '../../http/auth.js';
 import { consoleLogger, errorResponse } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
@@ -54,6 +55,7 @@ function appFor(env: WorkerEnv): Hono {
       maxBodyBytes: maxBodyBytesOf(env),
       version: VERSION,
       logger,
+      hooks: composeRequestHooks([metricsHook(metrics)], logger),
     });
   }
   return app;

@@ -1,0 +1,112 @@
+/**
+ * The append route, `POST /v1/streams/{path}` (protocol §4), decided in one place for every
+ * entrance: the Hono app (both hosts), and on Node the connection front and the native node:http
+ * path (hosts/node/front.ts, hosts/node/append.ts), which only read the request's bytes and write
+ * the answer this returns. So every entrance checks in the same order and answers the same bytes:
+ * the address (stream-url.ts), the caller (auth.ts, protocol §8), the content type and declared
+ * length, then the body (read only once the head passed), its UTF-8 and JSON (body.ts), its events
+ * (append-body.ts), the append, and the answer or the error's (protocol §7).
+ */
+import type { ErrorCode } from '@rivulet/contract';
+import type { StreamService } from '../engine/service.js';
+import type { ServerMetrics } from '../engine/metrics.js';
+import { appendAnswer, parseAppendBody } from './append-body.js';
+import { authenticate, type TokenTable } from './auth.js';
+import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType, tooLarge } from './body.js';
+import { toRivuletError, type ErrorLogger } from './errors.js';
+import type { HeaderReader } from './request-headers.js';
+import { composeRequestHooks, metricsHook, type AnswerHeaders, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
+import { parseStreamAddress } from './stream-url.js';
+
+export const JSON_TYPE = 'application/json; charset=utf-8';
+export const APPEND_ROUTE = 'POST /v1/streams/{path}';
+const INVALID_ROUTE = 'POST /v1/streams/{invalid}';
+
+export interface AppendRouteOptions {
+  service: StreamService;
+  tokens: TokenTable | null;
+  maxBodyBytes: number;
+  logger: ErrorLogger;
+  /** What each answered append is reported to; the host composes it once for all its entrances. */
+  hooks?: RequestHooks;
+  /** Without `hooks`: the request-duration metric is recorded here, and nothing else is called. */
+  metrics?: ServerMetrics;
+}
+
+/** What an entrance writes: the status, the JSON text (always `JSON_TYPE`), and the hooks' fields. */
+export interface AppendReply {
+  readonly status: number;
+  readonly text: string;
+  readonly headers?: AnswerHeaders | undefined;
+}
+
+/** The answer, which is also what the hooks were told (one object per request, nothing more). */
+export interface AppendAnswer extends AppendReply, AnsweredRequest {}
+
+/**
+ * Answers one append. `url` is the request target as sent (percent-encoded, no query); `body`
+ * reads the body and is called only once the head was judged; `started` is `performance.now()`
+ * when the entrance began the request. Errors become their answers; never rejects.
+ */
+export type AppendAnswerer = (
+  url: string,
+  headers: HeaderReader,
+  body: () => Promise<Uint8Array> | Uint8Array,
+  started: number,
+) => Promise<AppendAnswer>;
+
+/** The hooks an entrance calls: the host's, or the request-duration metric alone. */
+export function hooksOf(options: { hooks?: RequestHooks | undefined; metrics?: ServerMetrics | undefined; logger: ErrorLogger }): RequestHooks {
+  if (options.hooks) return options.hooks;
+  return composeRequestHooks(options.metrics ? [metricsHook(options.metrics)] : [], options.logger);
+}
+
+interface MutableAnswer {
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  errorCode: ErrorCode | undefined;
+  text: string;
+  headers: AnswerHeaders | undefined;
+}
+
+export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
+  const { service, tokens, maxBodyBytes, logger } = options;
+  const { onAnswered, answerHeaders } = hooksOf(options);
+  return async (url, headers, body, started) => {
+    let route = INVALID_ROUTE;
+    let status: number;
+    let text: string;
+    let errorCode: ErrorCode | undefined;
+    try {
+      const address = parseStreamAddress(url);
+      route = APPEND_ROUTE;
+      const principal = authenticate(headers, tokens);
+      requireJsonContentType(headers.get('content-type'));
+      checkDeclaredLength(headers, maxBodyBytes);
+      const bytes = await body();
+      if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
+      const inputs = parseAppendBody(parseJsonText(decodeBody(bytes)));
+      text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
+      status = 200;
+    } catch (error) {
+      const e = toRivuletError(error, logger);
+      status = e.status;
+      text = JSON.stringify(e.toBody());
+      errorCode = e.code;
+    }
+    const answer: MutableAnswer = {
+      method: 'POST',
+      route,
+      status,
+      durationMs: performance.now() - started,
+      errorCode,
+      text,
+      headers: undefined,
+    };
+    if (answerHeaders !== undefined) answer.headers = answerHeaders(answer, headers);
+    onAnswered(answer);
+    return answer;
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * The one place where work that concerns every request hooks in (the request-duration metric
+ * today). Every entrance of a host passes through it: the Hono app (both hosts) for what it
+ * answers, and the append route (append-route.ts) for plain appends, whichever entrance read them
+ * (on Node: the connection front, the native node:http path, or the app).
+ *
+ * A host composes its hooks once (`composeRequestHooks`) and gives the result to each entrance.
+ * Hooks run on the request's path: they must be cheap and synchronous. A hook that throws is
+ * logged and skipped; the answer is not changed by it.
+ */
+import type { ErrorCode } from '@rivulet/contract';
+import type { ServerMetrics } from '../engine/metrics.js';
+import type { ErrorLogger } from './errors.js';
+import type { HeaderReader } from './request-headers.js';
+
+/** What the edge knows about a request once its answer is decided (before it is written). */
+export interface AnsweredRequest {
+  readonly method: string;
+  /** The route template, bounded (e.g. `POST /v1/streams/{path}`), never the raw path. */
+  readonly route: string;
+  readonly status: number;
+  /** From the moment the entrance began the request to the moment its answer was decided. */
+  readonly durationMs: number;
+  /** The error code of an answer that reports an error (protocol §7), when the edge knows it. */
+  readonly errorCode?: ErrorCode | undefined;
+}
+
+/** Header fields an answer carries besides its own, as [name, value] pairs. */
+export type AnswerHeaders = ReadonlyArray<readonly [string, string]>;
+
+export interface RequestHook {
+  /** Called once for every answered request. */
+  onAnswered?(answered: AnsweredRequest): void;
+  /**
+   * Header fields to add to an answer (a later CORS hook, say), or undefined for none. Called once
+   * per answered request, before `onAnswered`; `request` are the request's header fields.
+   * Return a constant array when the fields do not depend on the request: this is the hot path.
+   */
+  answerHeaders?(answered: AnsweredRequest, request: HeaderReader): AnswerHeaders | undefined;
+}
+
+/** A host's hooks, composed: what the entrances call. */
+export interface RequestHooks {
+  onAnswered(answered: AnsweredRequest): void;
+  /** Undefined when no hook adds header fields: entrances then skip the step entirely. */
+  readonly answerHeaders: ((answered: AnsweredRequest, request: HeaderReader) => AnswerHeaders | undefined) | undefined;
+}
+
+/**
+ * Fields an answer's own framing owns: a hook that names one is refused (each entrance writes these
+ * itself, and a second value would contradict them).
+ */
+const RESERVED = new Set(['content-type', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date']);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Whether every field is one the entrances can write alike (node:http and fetch would throw on the rest). */
+function writable(fields: AnswerHeaders): boolean {
+  for (const [name, value] of fields) {
+    if (!TOKEN.test(name) || RESERVED.has(name.toLowerCase()) || !FIELD_VALUE.test(value)) return false;
+  }
+  return true;
+}
+
+export const noRequestHooks: RequestHooks = { onAnswered: () => undefined, answerHeaders: undefined };
+
+export function composeRequestHooks(hooks: readonly RequestHook[], logger: ErrorLogger): RequestHooks {
+  const observers = hooks.flatMap((h) => (h.onAnswered ? [h.onAnswered.bind(h)] : []));
+  const headerers = hooks.flatMap((h) => (h.answerHeaders ? [h.answerHeaders.bind(h)] : []));
+  const onAnswered = (answered: AnsweredRequest): void => {
+    for (let i = 0; i < observers.length; i++) {
+      try {
+        observers[i]!(answered);
+      } catch (error) {
+        logger.error('rivulet: a request hook failed', error);
+      }
+    }
+  };
+  const fieldsOf = (
+    headerer: (answered: AnsweredRequest, request: HeaderReader) => AnswerHeaders | undefined,
+    answered: AnsweredRequest,
+    request: HeaderReader,
+  ): AnswerHeaders | undefined => {
+    try {
+      const fields = headerer(answered, request);
+      if (fields === undefined || fields.length === 0) return undefined;
+      if (writable(fields)) return fields;
+      logger.error('rivulet: a request hook gave header fields that cannot be written', new Error(JSON.stringify(fields)));
+    } catch (error) {
+      logger.error('rivulet: a request hook failed', error);
+    }
+    return undefined;
+  };
+  const answerHeaders =
+    headerers.length === 0
+      ? undefined
+      : (answered: AnsweredRequest, request: HeaderReader): AnswerHeaders | undefined => {
+          let all: AnswerHeaders | undefined;
+          for (let i = 0; i < headerers.length; i++) {
+            const fields = fieldsOf(headerers[i]!, answered, request);
+            if (fields !== undefined) all = all === undefined ? fields : [...all, ...fields];
+          }
+          return all;
+        };
+  return { onAnswered, answerHeaders };
+}
+
+/** `rivulet_http_request_duration_seconds` by route template and status (protocol §15.2). */
+export function metricsHook(metrics: ServerMetrics): RequestHook {
+  return {
+    onAnswered: (answered) =>
+      metrics.httpDuration.observe(answered.durationMs / 1000, { route: answered.route, status: String(answered.status) }),
+  };
+}
