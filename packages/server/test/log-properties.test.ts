@@ -32,6 +32,7 @@ import { openSchema } from '../src/engine/schema.js';
 import { StreamStore } from '../src/engine/stream-store.js';
 import type { Clock, Random } from '../src/ports/clock.js';
 import type { SqlStorage } from '../src/ports/storage.js';
+import { systemTimer } from '../src/ports/timer.js';
 
 // ---- generated commands ----
 
@@ -380,7 +381,7 @@ async function runScenario(
   checkpointEvery: number,
 ): Promise<void> {
   const { clock, random } = deterministicPorts();
-  const deps: ActorDeps = { store: new StreamStore(storage, { checkpointEvery }), clock, random, config: defaultEngineConfig };
+  const deps: ActorDeps = { store: new StreamStore(storage, { checkpointEvery }), clock, random, timer: systemTimer, config: defaultEngineConfig };
   let actor = new StreamActor(projectId, path, deps);
   let model = emptyModel();
 
@@ -463,7 +464,7 @@ describe.each([
 
   it('streams sharing the database do not see each other', async () => {
     const { clock, random } = deterministicPorts();
-    const deps: ActorDeps = { store: new StreamStore(storage), clock, random, config: defaultEngineConfig };
+    const deps: ActorDeps = { store: new StreamStore(storage), clock, random, timer: systemTimer, config: defaultEngineConfig };
     const a = new StreamActor('proj', '/isolation/a', deps);
     const b = new StreamActor(null, '/isolation/a', deps);
     const c = new StreamActor('proj', '/isolation/b', deps);

@@ -19,6 +19,7 @@ import { openSchema } from '../src/engine/schema.js';
 import { StreamStore } from '../src/engine/stream-store.js';
 import { tailStream, type TailItem } from '../src/engine/tail.js';
 import type { SqlStorage } from '../src/ports/storage.js';
+import { systemTimer } from '../src/ports/timer.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -43,6 +44,7 @@ function deps(storage: SqlStorage, afterCommit?: ActorDeps['afterCommit']): Acto
     store: new StreamStore(storage),
     clock: { now: () => now++ },
     random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    timer: systemTimer,
     config: defaultEngineConfig,
     ...(afterCommit ? { afterCommit } : {}),
   };

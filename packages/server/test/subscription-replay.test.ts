@@ -29,6 +29,7 @@ import { defaultEngineConfig } from '../src/engine/config.js';
 import { StreamRegistry } from '../src/engine/registry.js';
 import { openSchema } from '../src/engine/schema.js';
 import { StreamStore } from '../src/engine/stream-store.js';
+import { systemTimer } from '../src/ports/timer.js';
 
 const PROJECT = 'proj';
 const PATHS = ['/s1', '/s2'] as const;
@@ -153,6 +154,7 @@ class World {
       store,
       clock: { now: () => Date.now() },
       random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}` },
+      timer: systemTimer,
       config: { ...defaultEngineConfig, allowPrivateWebhooks: false },
     });
   }

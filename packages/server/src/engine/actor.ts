@@ -15,6 +15,7 @@ import { decideAppend, type AppendDecision } from '../core/decide-append.js';
 import { createControlRules, type ControlRules } from '../core/subscription-rules.js';
 import { utf8Length } from '../core/sizes.js';
 import type { Clock, Random } from '../ports/clock.js';
+import type { Timer } from '../ports/timer.js';
 import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
@@ -26,6 +27,8 @@ export interface ActorDeps {
   store: StreamStore;
   clock: Clock;
   random: Random;
+  /** In-memory timers (the subscription rows' deferred persistence). */
+  timer: Timer;
   config: EngineConfig;
   /** Called after every durable commit of this stream (post-commit work; must not throw). */
   afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
@@ -88,7 +91,7 @@ export class StreamActor {
     if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
     const row = this.deps.store.find(this.projectId, this.path);
     const state = row ? this.deps.store.stateOf(row) : null;
-    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null);
+    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null, this.deps.timer);
     if (row && (subscriptions.size > 0 || Object.keys(state!.subscriptions.outbound.byKey).length > 0)) {
       storage.transaction(() => subscriptions.repair(state, row.sid));
     }

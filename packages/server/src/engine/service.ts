@@ -21,7 +21,8 @@ import { tailStream, type TailItem, type TailOptions } from './tail.js';
 import { RivuletError, type SubscribeToEventsFromBody } from '@rivulet/contract';
 import * as commands from './commands.js';
 import { ConnectionHub, waitForEvent, type BatchCallback, type ConnectionHandle, type ConnectionLimits } from './connections/index.js';
-import { systemClock, systemRandom, type Clock, type Random } from '../ports/clock.js';
+import type { Clock, Random } from '../ports/clock.js';
+import type { Timer } from '../ports/timer.js';
 import type { OpenConnectionOptions, WaitForEventBody, WaitForEventResponse } from '@rivulet/contract';
 
 export interface ReadOptions {
@@ -68,8 +69,9 @@ export interface StreamService {
 }
 
 export interface LocalServiceOptions {
-  clock?: Clock;
-  random?: Random;
+  clock: Clock;
+  random: Random;
+  timer: Timer;
   /** Backlog and batch bounds of live connections (tests make them small). */
   connectionLimits?: Partial<ConnectionLimits>;
   log?(message: string, error?: unknown): void;
@@ -83,11 +85,12 @@ export class LocalStreamService implements StreamService {
     private readonly registry: StreamRegistry,
     private readonly store: StreamStore,
     private readonly metrics: ServerMetrics,
-    options: LocalServiceOptions = {},
+    options: LocalServiceOptions,
   ) {
     this.connections = new ConnectionHub({
-      clock: options.clock ?? systemClock,
-      random: options.random ?? systemRandom,
+      clock: options.clock,
+      random: options.random,
+      timer: options.timer,
       ...(options.connectionLimits ? { limits: options.connectionLimits } : {}),
       ...(options.log ? { log: options.log } : {}),
     });

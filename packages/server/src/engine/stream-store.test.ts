@@ -11,6 +11,7 @@ import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { AppendInput } from '../core/append-input.js';
 import type { SqlStorage } from '../ports/storage.js';
+import { systemTimer } from '../ports/timer.js';
 import { StreamActor, type ActorDeps } from './actor.js';
 import { defaultEngineConfig, type EngineConfig } from './config.js';
 import { FORMAT_VERSION, openSchema } from './schema.js';
@@ -54,6 +55,7 @@ function depsFor(storage: SqlStorage, options: StreamStoreOptions = {}, config: 
     store: new StreamStore(storage, options),
     clock: { now: clock ?? (() => now++) },
     random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    timer: systemTimer,
     config: { ...defaultEngineConfig, ...config },
   };
 }

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import type { SubscriptionRow } from '../core/repair.js';
+import { systemTimer } from '../ports/timer.js';
 import { openSchema } from './schema.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
 
@@ -29,7 +30,7 @@ const row = (cursor: number): SubscriptionRow => ({
 async function runtime() {
   const storage = await MemoryStorage.create();
   openSchema(storage);
-  const rt = new SubscriptionRuntime(storage, 1);
+  const rt = new SubscriptionRuntime(storage, 1, systemTimer);
   storage.transaction(() => rt.write(row(2)));
   const stored = () => storage.exec<{ cursor: number }>(`SELECT cursor FROM subscription_runtime WHERE key = 'k'`)[0]!.cursor;
   return { storage, rt, stored };

@@ -7,6 +7,7 @@
 import type { CoreState, LatencyStats, SubscriptionRuntimeState } from '@rivulet/contract';
 import { repairRow, type SubscriptionRow } from '../core/repair.js';
 import type { SqlStorage } from '../ports/storage.js';
+import type { CancelTimer, Timer } from '../ports/timer.js';
 
 interface RowRecord {
   key: string;
@@ -81,11 +82,12 @@ export class SubscriptionRuntime {
   /** Latency samples per key, parsed once; persisted with the row by persistDirty. */
   private readonly measurements = new Map<string, StatsRecord>();
   private readonly statsDirty = new Set<string>();
-  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private cancelFlush: CancelTimer | undefined;
 
   constructor(
     private readonly storage: SqlStorage,
     private sid: number | null,
+    private readonly timer: Timer,
   ) {
     if (sid !== null) {
       for (const r of storage.exec<RowRecord>(
@@ -204,10 +206,10 @@ export class SubscriptionRuntime {
   }
 
   private persistSoon(): void {
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
+    this.cancelFlush ??= this.timer.set(SOON_MS, () => {
+      this.cancelFlush = undefined;
       this.persistDirty();
-    }, SOON_MS);
+    });
   }
 
   /** Adds one delivery's measurements (the last RECENT samples are kept). */
@@ -235,8 +237,8 @@ export class SubscriptionRuntime {
 
   /** Persists what changed in memory only (quiet cursor moves, results, measurements). */
   persistDirty(): void {
-    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
     const keys = new Set([...this.dirty, ...this.statsDirty]);
     this.dirty.clear();
     this.statsDirty.clear();
@@ -253,8 +255,8 @@ export class SubscriptionRuntime {
 
   /** Forgets every row (the stream was destroyed; its rows were erased with it). */
   clear(): void {
-    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
     this.rows.clear();
     this.persistedCursor.clear();
     this.dirty.clear();

@@ -14,6 +14,7 @@ import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { AppendInput } from '../core/append-input.js';
 import type { SqlStorage } from '../ports/storage.js';
+import { systemTimer } from '../ports/timer.js';
 import { StreamActor } from './actor.js';
 import { defaultEngineConfig } from './config.js';
 import { openSchema } from './schema.js';
@@ -67,6 +68,7 @@ async function newActor(open: () => Promise<Harness>): Promise<StreamActor> {
     store: new StreamStore(harness.storage),
     clock: { now: () => now++ },
     random: { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
+    timer: systemTimer,
     config: defaultEngineConfig,
   });
 }

@@ -1,5 +1,5 @@
 export type * from './storage.js';
-export type * from './timer.js';
+export * from './timer.js';
 export * from './clock.js';
 export type * from './directory.js';
 export type * from './outbound.js';

@@ -1,7 +1,7 @@
 /**
  * Live connections in-process (engine/connections): MemoryStorage, the actor registry and one
- * ConnectionHub, as hosts/node.ts composes them but without HTTP or RPC. `Recorder` is a callback
- * that records every batch and can be held (a slow consumer) or made to fail.
+ * ConnectionHub, as engine/compose.ts composes them but without delivery, HTTP or RPC. `Recorder`
+ * is a callback that records every batch and can be held (a slow consumer) or made to fail.
  */
 import { EventType, type CommittedEvent, type ConnectionBatch, type EventInput } from '@rivulet/contract';
 import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
@@ -12,6 +12,7 @@ import { ConnectionHub, type ConnectionLimits } from '../../src/engine/connectio
 import { StreamRegistry } from '../../src/engine/registry.js';
 import { openSchema } from '../../src/engine/schema.js';
 import { StreamStore } from '../../src/engine/stream-store.js';
+import { systemTimer } from '../../src/ports/timer.js';
 
 export { EventType };
 
@@ -100,8 +101,8 @@ export class ConnectionsHarness {
     this.store = new StreamStore(storage);
     const random = { next: () => 0.5, uuid: () => `00000000-0000-4000-8000-${(++this.ids).toString(16).padStart(12, '0')}` };
     const clock = { now: () => Date.now() };
-    this.registry = new StreamRegistry({ store: this.store, clock, random, config: defaultEngineConfig });
-    this.hub = new ConnectionHub({ clock, random, limits, log: (message, error) => this.logs.push(`${message}: ${String(error)}`) });
+    this.registry = new StreamRegistry({ store: this.store, clock, random, timer: systemTimer, config: defaultEngineConfig });
+    this.hub = new ConnectionHub({ clock, random, timer: systemTimer, limits, log: (message, error) => this.logs.push(`${message}: ${String(error)}`) });
   }
 
   static async create(limits: Partial<ConnectionLimits> = {}): Promise<ConnectionsHarness> {

@@ -31,7 +31,7 @@ import { nodeAlarms } from '../../src/hosts/node/alarms.js';
 import type { Random } from '../../src/ports/clock.js';
 import type { StreamDirectory } from '../../src/ports/directory.js';
 import type { SqlStorage } from '../../src/ports/storage.js';
-import type { AlarmFactory, StreamAlarm } from '../../src/ports/timer.js';
+import { systemTimer, type AlarmFactory, type StreamAlarm } from '../../src/ports/timer.js';
 
 export const PROJECT = 'proj';
 
@@ -236,6 +236,7 @@ export class Harness {
           clock,
           random,
           alarms: this.alarms,
+          timer: systemTimer,
           config: this.config,
           receivers: options.copyOnly
             ? { 'copy-to-stream': copyReceiver(directory) }
@@ -249,6 +250,7 @@ export class Harness {
         store: this.store,
         clock,
         random,
+        timer: systemTimer,
         config: this.config,
         afterCommit: (actor) => delivery?.poke(actor),
       },

@@ -14,6 +14,7 @@
  */
 import type { CommittedEvent, ConnectionBatch, ConnectionClosed, ConnectionCloseReason, ConnectionRuntimeState, CoreState } from '@rivulet/contract';
 import { conditionMatches, typeMatches } from '../../core/filter.js';
+import type { Timer } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import { committedJson } from '../event-json.js';
 import type { LiveListener } from '../live.js';
@@ -34,7 +35,6 @@ interface Batch {
 }
 
 const REPLAY_PAGE = 500;
-const yieldToIo = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 export class LiveConnection implements LiveListener {
   readonly startedAt: string;
@@ -84,10 +84,18 @@ export class LiveConnection implements LiveListener {
     private readonly owner: ConnectionOwner,
     private readonly limits: ConnectionLimits,
     now: number,
+    private readonly timer: Timer,
   ) {
     this.startedAt = new Date(now).toISOString();
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
+    });
+  }
+
+  /** A turn of the event loop, so that pending I/O runs between replay pages. */
+  private yieldToIo(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.timer.set(0, resolve);
     });
   }
 
@@ -295,7 +303,7 @@ export class LiveConnection implements LiveListener {
       if (page.events.length < limit) this.replayCursor = this.replayUpTo;
       if (out.length >= this.spec.maxDeliveryEvents) break;
       // A long run of events the condition refuses must not hold the event loop.
-      if (out.length === 0 && this.replayCursor < this.replayUpTo) await yieldToIo();
+      if (out.length === 0 && this.replayCursor < this.replayUpTo) await this.yieldToIo();
     }
     if (this.outcome) return null;
     if (out.length > 0) return this.batch(out, this.replayCursor);

@@ -14,6 +14,7 @@ import {
   type OpenConnectionOptions,
 } from '@rivulet/contract';
 import type { Clock, Random } from '../../ports/clock.js';
+import type { Timer } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import { LiveConnection, type ConnectionOwner } from './connection.js';
 import { defaultConnectionLimits, type BatchCallback, type ConnectionLimits, type ConnectionSpec } from './connection-spec.js';
@@ -34,6 +35,8 @@ export interface ConnectionHandle {
 export interface ConnectionHubOptions {
   clock: Clock;
   random: Random;
+  /** waitForEvent's timeout; a replaying connection's yield to pending I/O. */
+  timer: Timer;
   limits?: Partial<ConnectionLimits>;
   log?(message: string, error?: unknown): void;
 }
@@ -75,8 +78,10 @@ export class ConnectionHub {
   private readonly streams = new WeakMap<StreamActor, StreamConnections>();
   private readonly open = new Set<LiveConnection>();
   readonly limits: ConnectionLimits;
+  readonly timer: Timer;
 
   constructor(private readonly options: ConnectionHubOptions) {
+    this.timer = options.timer;
     this.limits = { ...defaultConnectionLimits, ...options.limits };
   }
 
@@ -145,7 +150,7 @@ export class ConnectionHub {
     const kind = extras.kind ?? 'live';
     const spec = resolveSpec(options, kind, () => `${kind === 'wait' ? 'wait' : 'connection'}:${this.options.random.uuid()}`);
     const set = this.of(actor);
-    const connection = new LiveConnection(actor, spec, callback, set, this.limits, this.options.clock.now());
+    const connection = new LiveConnection(actor, spec, callback, set, this.limits, this.options.clock.now(), this.timer);
     let replaced: LiveConnection | undefined;
     let attached = false;
     try {

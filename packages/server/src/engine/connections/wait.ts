@@ -95,20 +95,20 @@ export async function waitForEvent(
     },
     { kind: 'wait', timeoutMs: body.timeoutMs },
   );
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancelTimer: (() => void) | undefined;
   let onAbort: (() => void) | undefined;
   const ending = await Promise.race<Ending>([
     matchedPromise,
     handle.closed.then((closed): Ending => ({ kind: 'closed', closed })),
     new Promise<Ending>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: 'timeout' }), body.timeoutMs);
+      cancelTimer = hub.timer.set(body.timeoutMs, () => resolve({ kind: 'timeout' }));
     }),
     new Promise<Ending>((resolve) => {
       onAbort = () => resolve({ kind: 'aborted' });
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
   ]);
-  clearTimeout(timer);
+  cancelTimer?.();
   if (onAbort) signal?.removeEventListener('abort', onAbort);
   if (matched) {
     await handle.close('matched');

@@ -7,6 +7,7 @@
  */
 import type { CommittedEvent, ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
 import { judgeReport, type ReportJudgement } from '../../core/processor-wake.js';
+import type { Timer } from '../../ports/timer.js';
 import type { HostedCallable, HostedFailure } from './processor-port.js';
 import { errorText } from './receiver.js';
 
@@ -40,6 +41,7 @@ export function callBatch(
   event: CommittedEvent,
   judge: { checkpoint: number; head(): number },
   timeoutMs: number,
+  timer: Timer,
 ): Promise<BatchOutcome> {
   return new Promise<BatchOutcome>((resolve) => {
     let done = false;
@@ -47,14 +49,13 @@ export function callBatch(
       finish: (result) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancelTimer();
         if (hosted.pending === pending) hosted.pending = null;
         resolve(result);
       },
     };
-    const timer = setTimeout(
-      () => pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor did not report a result within ${timeoutMs} ms` } }),
-      timeoutMs,
+    const cancelTimer = timer.set(timeoutMs, () =>
+      pending.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor did not report a result within ${timeoutMs} ms` } }),
     );
     hosted.pending = pending;
     const reportDeliveryResult = (result: unknown): ProcessorReportReceipt => {

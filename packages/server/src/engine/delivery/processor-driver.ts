@@ -33,6 +33,7 @@ import type { Failure, FailureKind } from '../../core/ladder.js';
 import { judgeWakeAnswer } from '../../core/processor-wake.js';
 import { succeeded, type SubscriptionRow } from '../../core/repair.js';
 import type { Clock } from '../../ports/clock.js';
+import type { Timer } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
@@ -51,6 +52,7 @@ interface Flight {
 export interface ProcessorPort {
   actor: StreamActor;
   clock: Clock;
+  timer: Timer;
   config: EngineConfig;
   metrics?: ServerMetrics | undefined;
   waker?: ProcessorWaker | undefined;
@@ -270,6 +272,7 @@ export class ProcessorDriver {
       subscriptionKey: key,
     };
     const outcome = await within(
+      port.timer,
       port.waker.wake(port.actor.projectId, receiver.expression, request),
       timeout,
       (): WakeOutcome => ({ ok: false, kind: 'unavailable', error: `the processor did not answer the wake within ${timeout} ms` }),
@@ -334,6 +337,7 @@ export class ProcessorDriver {
       event,
       { checkpoint, head: () => port.actor.durableHead },
       timeout,
+      port.timer,
     );
     const now = port.current(key, flight);
     if (!now) return;

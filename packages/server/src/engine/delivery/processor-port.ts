@@ -6,6 +6,7 @@
 import type { ItxExpression, ProcessorBatch, ProcessorWakeRequest } from '@rivulet/contract';
 import type { FailureKind } from '../../core/ladder.js';
 import type { WakeAnswer } from '../../core/processor-wake.js';
+import type { Timer } from '../../ports/timer.js';
 
 /** A failure the host side reports without a result (its call threw, or its session broke). */
 export interface HostedFailure {
@@ -36,26 +37,26 @@ export interface ProcessorWaker {
 }
 
 /** Races `promise` against a timer; a result arriving after the timer goes to `late`. */
-export function within<T>(promise: Promise<T>, ms: number, onTimeout: () => T, late: (value: T) => void): Promise<T> {
+export function within<T>(timer: Timer, promise: Promise<T>, ms: number, onTimeout: () => T, late: (value: T) => void): Promise<T> {
   return new Promise<T>((resolve) => {
     let done = false;
-    const timer = setTimeout(() => {
+    const cancelTimer = timer.set(ms, () => {
       done = true;
       resolve(onTimeout());
-    }, ms);
+    });
     promise.then(
       (value) => {
         if (done) late(value);
         else {
           done = true;
-          clearTimeout(timer);
+          cancelTimer();
           resolve(value);
         }
       },
       (error: unknown) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancelTimer();
         resolve(Promise.reject(error) as never);
       },
     );

@@ -16,7 +16,7 @@ import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { ladderDefaults, type LadderKnobs } from '../../core/ladder.js';
 import { succeeded, type SubscriptionRow } from '../../core/repair.js';
 import type { Clock, Random } from '../../ports/clock.js';
-import type { AlarmFactory, StreamAlarm } from '../../ports/timer.js';
+import type { AlarmFactory, StreamAlarm, Timer } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
@@ -30,6 +30,8 @@ export interface SenderDeps {
   clock: Clock;
   random: Random;
   alarms: AlarmFactory;
+  /** In-memory timers: the poke's next tick, a call's delivery timeout. */
+  timer: Timer;
   config: EngineConfig;
   receivers: Receivers;
   metrics?: ServerMetrics | undefined;
@@ -107,6 +109,7 @@ export class StreamSender {
     this.processors ??= new ProcessorDriver({
       actor: this.actor,
       clock: this.deps.clock,
+      timer: this.deps.timer,
       config: this.deps.config,
       metrics: this.deps.metrics,
       waker: this.deps.processorWaker,
@@ -162,10 +165,10 @@ export class StreamSender {
   poke(): void {
     if (this.queued || this.closed) return;
     this.queued = true;
-    setTimeout(() => {
+    this.deps.timer.set(0, () => {
       this.queued = false;
       this.check();
-    }, 0);
+    });
   }
 
   private recheckQueued = false;
@@ -334,18 +337,18 @@ export class StreamSender {
       const settle = (outcome: DeliveryOutcome) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        cancelTimer();
         resolve(outcome);
       };
-      const timer = setTimeout(() => {
+      const cancelTimer = this.deps.timer.set(timeoutMs, () => {
         settle({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
         abort.abort();
-      }, timeoutMs);
+      });
       let sent: Promise<DeliveryOutcome>;
       try {
         sent = prepared.call ? prepared.call.send(abort.signal) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
       } catch (error) {
-        clearTimeout(timer);
+        cancelTimer();
         reject(error);
         return;
       }

@@ -14,6 +14,7 @@ import { defaultEngineConfig } from '../../engine/config.js';
 import { openSchema } from '../../engine/schema.js';
 import { StreamStore } from '../../engine/stream-store.js';
 import { systemClock, systemRandom } from '../../ports/clock.js';
+import { systemTimer } from '../../ports/timer.js';
 import { compactDataFolder } from './compact.js';
 import { lockDataFolder } from './data-lock.js';
 import { startNodeServer } from './serve.js';
@@ -37,7 +38,7 @@ async function folderWithDestroyedStream(events: number): Promise<void> {
   openSchema(storage);
   // A deferred erasure that nobody runs: the events stay until compact finishes them.
   const store = new StreamStore(storage, { onDeferredErase: () => undefined });
-  const deps = { store, clock: systemClock, random: systemRandom, config: defaultEngineConfig };
+  const deps = { store, clock: systemClock, random: systemRandom, timer: systemTimer, config: defaultEngineConfig };
   const pad = 'x'.repeat(400);
   for (const path of ['/kept', '/gone']) {
     const actor = new StreamActor(null, path, deps);
@@ -57,7 +58,7 @@ function readAll(path: string): Array<{ offset: number; json: string }> {
   const storage = new SqliteStorage(join(dir, 'rivulet.db'), { durability: 'relaxed' });
   try {
     openSchema(storage);
-    const actor = new StreamActor(null, path, { store: new StreamStore(storage), clock: systemClock, random: systemRandom, config: defaultEngineConfig });
+    const actor = new StreamActor(null, path, { store: new StreamStore(storage), clock: systemClock, random: systemRandom, timer: systemTimer, config: defaultEngineConfig });
     return actor.readRaw({ afterOffset: 0, beforeOffset: Number.MAX_SAFE_INTEGER, limit: 100_000, includeEphemeral: false }).events.map((e) => ({ offset: e.offset, json: e.json }));
   } finally {
     storage.close();

@@ -14,6 +14,7 @@ import { defaultEngineConfig } from '../../engine/config.js';
 import { openSchema } from '../../engine/schema.js';
 import { ERASED_PROJECT, StreamStore } from '../../engine/stream-store.js';
 import { systemClock, systemRandom } from '../../ports/clock.js';
+import { systemTimer } from '../../ports/timer.js';
 import { ErasedPurger } from './purge.js';
 import { startNodeServer } from './serve.js';
 
@@ -30,7 +31,7 @@ function open(file: string, onDeferredErase: () => void): { storage: SqliteStora
   opened.push(storage);
   openSchema(storage);
   const store = new StreamStore(storage, { onDeferredErase });
-  const deps: ActorDeps = { store, clock: systemClock, random: systemRandom, config: defaultEngineConfig };
+  const deps: ActorDeps = { store, clock: systemClock, random: systemRandom, timer: systemTimer, config: defaultEngineConfig };
   return { storage, store, actor: (path) => new StreamActor(null, path, deps) };
 }
 

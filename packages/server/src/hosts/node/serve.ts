@@ -38,6 +38,7 @@ import { nodeAssets } from './assets.js';
 import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
 import { attachFront } from './front.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
+import { systemTimer } from '../../ports/timer.js';
 import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
 import { isLoopbackHost } from './loopback.js';
 import { VERSION } from '../../version.js';
@@ -168,6 +169,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     clock,
     random,
     alarms: nodeAlarms,
+    timer: systemTimer,
     config,
     receivers: {
       'copy-to-stream': copyReceiver(directory),
@@ -185,6 +187,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       store,
       clock,
       random,
+      timer: systemTimer,
       config,
       afterCommit: (actor, events: readonly CommittedEvent[], bytes: number) => {
         metrics.appendedEvents.inc({}, events.length);
@@ -207,6 +210,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const service = new LocalStreamService(registry, store, metrics, {
     clock,
     random,
+    timer: systemTimer,
     log: (message, error) => logger.warn?.(`rivulet: ${message}${error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`}`),
   });
   let ready = false;

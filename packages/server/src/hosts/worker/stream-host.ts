@@ -43,6 +43,7 @@ import { StreamStore } from '../../engine/stream-store.js';
 import type { ErrorLogger } from '../../http/errors.js';
 import { systemClock, systemRandom } from '../../ports/clock.js';
 import type { StreamDirectory } from '../../ports/directory.js';
+import { systemTimer } from '../../ports/timer.js';
 import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, TailRequest } from './api.js';
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
@@ -139,6 +140,7 @@ export class StreamHost {
       clock: systemClock,
       random: systemRandom,
       alarms: this.alarms,
+      timer: systemTimer,
       config: this.config,
       receivers: {
         'copy-to-stream': copyReceiver(directory),
@@ -153,10 +155,11 @@ export class StreamHost {
       store: this.store,
       clock: systemClock,
       random: systemRandom,
+      timer: systemTimer,
       config: this.config,
       afterCommit: (actor, events) => this.delivery.poke(actor, events),
     });
-    this.service = new LocalStreamService(this.registry, this.store, metrics, { log });
+    this.service = new LocalStreamService(this.registry, this.store, metrics, { clock: systemClock, random: systemRandom, timer: systemTimer, log });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
   }
