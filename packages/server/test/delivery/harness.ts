@@ -1,9 +1,10 @@
 /**
- * The delivery engine in-process, composed exactly as hosts/node.ts composes it: StreamStore,
- * StreamRegistry whose afterCommit pokes the DeliveryEngine, and a real copy receiver over a
- * StreamDirectory backed by the registry. The itx-call and webhook-post receivers are scripted
- * fakes, so the sender's generic behaviour (batches, ladder, skips, watchdog, runs) can be driven
- * without a network. The alarm factory wraps the real Node one and records every set/clear/fire.
+ * The delivery engine in-process, composed by engine/compose.ts as the hosts compose it:
+ * StreamStore, StreamRegistry whose afterCommit pokes the DeliveryEngine, and a real copy receiver
+ * over the in-process StreamDirectory of the Node host. The itx-call and webhook-post receivers
+ * are scripted fakes, so the sender's generic behaviour (batches, ladder, skips, watchdog, runs)
+ * can be driven without a network. The alarm factory wraps the real Node one and records every
+ * set/clear/fire.
  */
 import {
   EventType,
@@ -20,16 +21,17 @@ import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
 import { checkInput } from '../../src/core/append-input.js';
 import type { StreamActor } from '../../src/engine/actor.js';
 import { defaultEngineConfig, type EngineConfig } from '../../src/engine/config.js';
+import { composeEngine, localDirectory } from '../../src/engine/compose.js';
 import { copyReceiver } from '../../src/engine/delivery/copy-receiver.js';
-import { DeliveryEngine } from '../../src/engine/delivery/engine.js';
+import type { DeliveryEngine } from '../../src/engine/delivery/engine.js';
 import type { DeliveredEvent, DeliveryContext, DeliveryOutcome, Receiver } from '../../src/engine/delivery/receiver.js';
 import type { ProcessorWaker } from '../../src/engine/delivery/processor-port.js';
-import { StreamRegistry } from '../../src/engine/registry.js';
+import { createServerMetrics } from '../../src/engine/metrics.js';
+import type { StreamRegistry } from '../../src/engine/registry.js';
 import { openSchema } from '../../src/engine/schema.js';
-import { StreamStore } from '../../src/engine/stream-store.js';
+import type { StreamStore } from '../../src/engine/stream-store.js';
 import { nodeAlarms } from '../../src/hosts/node/alarms.js';
-import type { Random } from '../../src/ports/clock.js';
-import type { StreamDirectory } from '../../src/ports/directory.js';
+import { systemClock, type Random } from '../../src/ports/clock.js';
 import type { SqlStorage } from '../../src/ports/storage.js';
 import { systemTimer, type AlarmFactory, type StreamAlarm } from '../../src/ports/timer.js';
 
@@ -186,9 +188,9 @@ export interface HarnessOptions {
   storage?: SqlStorage;
   /** The injected random source's next() (0.5 = no jitter). */
   random?: number;
-  /** Build without the delivery engine (no afterCommit poke). */
+  /** Build with the delivery engine closed from the start (commits poke nothing). */
   withoutDelivery?: boolean;
-  /** Register only the real copy receiver, as hosts/node.ts does today. */
+  /** Register only the real copy receiver (the other actions are answered unavailable). */
   copyOnly?: boolean;
   /** A real webhook-post receiver instead of the scripted fake (test/delivery/webhook*.test.ts). */
   webhookReceiver?: Receiver;
@@ -216,6 +218,7 @@ export class Harness {
   readonly registry: StreamRegistry;
   readonly delivery: DeliveryEngine | null;
   readonly config: EngineConfig;
+  private readonly resume: () => void;
   private closed = false;
 
   constructor(
@@ -225,46 +228,35 @@ export class Harness {
     openSchema(storage);
     this.config = { ...testConfig, ...options.config };
     const random: Random = { next: () => options.random ?? 0.5, uuid: () => globalThis.crypto.randomUUID() };
-    const clock = { now: () => Date.now() };
-    this.store = new StreamStore(storage);
-    const directory: StreamDirectory = {
-      receiveCopies: (projectId, path, batch) => this.registry.get(projectId, path).receiveCopies(batch),
-    };
-    const delivery = options.withoutDelivery
-      ? null
-      : new DeliveryEngine({
-          clock,
-          random,
-          alarms: this.alarms,
-          timer: systemTimer,
-          config: this.config,
-          receivers: options.copyOnly
-            ? { 'copy-to-stream': copyReceiver(directory) }
-            : { 'copy-to-stream': copyReceiver(directory), 'itx-call': this.itx, 'webhook-post': options.webhookReceiver ?? this.webhook },
-          processorWaker: options.processorWaker,
-          log: (message, error) => this.logs.push(error === undefined ? message : `${message}: ${String(error)}`),
-        });
-    this.delivery = delivery;
-    this.registry = new StreamRegistry(
-      {
-        store: this.store,
-        clock,
-        random,
-        timer: systemTimer,
-        config: this.config,
-        afterCommit: (actor) => delivery?.poke(actor),
+    const copy = copyReceiver(localDirectory(() => this.registry));
+    const engine = composeEngine({
+      storage,
+      alarms: this.alarms,
+      timer: systemTimer,
+      clock: systemClock,
+      random,
+      config: this.config,
+      metrics: createServerMetrics(),
+      logger: {
+        error: (message, error) => this.logs.push(`${message}: ${String(error)}`),
+        warn: (message) => this.logs.push(message),
       },
-      {
-        canEvict: (actor) => !(delivery?.isBusy(actor) ?? false),
-        onEvict: (actor) => delivery?.forget(actor),
-        ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
-      },
-    );
+      receivers: options.copyOnly
+        ? { 'copy-to-stream': copy }
+        : { 'copy-to-stream': copy, 'itx-call': this.itx, 'webhook-post': options.webhookReceiver ?? this.webhook },
+      processorWaker: options.processorWaker,
+      ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
+    });
+    this.store = engine.store;
+    this.registry = engine.registry;
+    this.resume = () => engine.resumeDeliveries();
+    if (options.withoutDelivery) engine.delivery.close();
+    this.delivery = options.withoutDelivery ? null : engine.delivery;
   }
 
-  /** Pokes every stream with subscription rows, as the Node host does at start (S40). */
+  /** Pokes every stream with subscription rows, as the Node host does at start (protocol §12.2). */
   start(): void {
-    for (const { projectId, path } of this.store.streamsWithSubscriptions()) this.delivery?.poke(this.registry.get(projectId, path));
+    this.resume();
   }
 
   actor(path: string, projectId: string | null = PROJECT): StreamActor {

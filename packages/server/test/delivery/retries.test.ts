@@ -23,7 +23,8 @@ describe('halt', () => {
     await h.append('/s', x(1));
     const halt = await h.halted('/s', 'k');
 
-    expect(halt).toEqual({ reason: 'delivery-failed', afterOffset: 2, attempts: 4, error: 'boom' });
+    // k, caught up at 2, moved past the sentinel's configure event (3), not of its types, at its commit.
+    expect(halt).toEqual({ reason: 'delivery-failed', afterOffset: 3, attempts: 4, error: 'boom' });
     const calls = h.itx.callsFor('k');
     expect(calls.map((c) => c.offsets)).toEqual([[4], [4], [4], [4]]);
     expect(calls.map((c) => c.ctx.attempt)).toEqual([1, 2, 3, 4]);
@@ -35,9 +36,9 @@ describe('halt', () => {
 
     const halted = h.eventsOfType('/s', EventType.subscriptionDeliveryHalted);
     expect(halted).toHaveLength(1);
-    expect(halted[0]?.payload).toEqual({ subscriptionKey: 'k', reason: 'delivery-failed', afterOffset: 2, attempts: 4, error: 'boom' });
+    expect(halted[0]?.payload).toEqual({ subscriptionKey: 'k', reason: 'delivery-failed', afterOffset: 3, attempts: 4, error: 'boom' });
     await waitFor(() => h.sub('/s', 'k').inFlightDeadlineAt === null, 'watchdog cleared');
-    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: 2, attempt: 4, lastError: 'boom', nextAttemptAt: null, inFlightDeadlineAt: null });
+    expect(h.sub('/s', 'k')).toMatchObject({ acknowledgedOffset: 3, attempt: 4, lastError: 'boom', nextAttemptAt: null, inFlightDeadlineAt: null });
 
     await h.append('/s', x(2));
     await h.caughtUp('/s', 'sentinel');

@@ -8,22 +8,19 @@ import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { getRequestListener, RequestError } from '@hono/node-server';
-import { Defaults, RivuletError, type CommittedEvent } from '@rivulet/contract';
+import { Defaults, RivuletError } from '@rivulet/contract';
 import { SqliteStorage, type Durability } from '../../adapters/sqlite/sqlite-storage.js';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
+import { composeEngine, localDirectory } from '../../engine/compose.js';
 import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
-import { StreamRegistry } from '../../engine/registry.js';
 import { openSchema } from '../../engine/schema.js';
-import { LocalStreamService } from '../../engine/service.js';
-import { StreamStore } from '../../engine/stream-store.js';
+import type { LocalStreamService } from '../../engine/service.js';
 import { ErasedPurger } from './purge.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { parseTokensFile } from '../../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
-import { DeliveryEngine } from '../../engine/delivery/engine.js';
 import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
-import type { StreamDirectory } from '../../ports/directory.js';
 import { nodeAlarms } from './alarms.js';
 import type { HostResolver } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
@@ -138,18 +135,14 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // Calls are timed in memory here; the stored watchdog only has to cover them (protocol §12.7).
   if (options.watchdogLeaseMs === undefined) config.watchdogLeaseMs = config.deliveryTimeoutMs;
   const metrics = createServerMetrics();
-  // Destroyed lifetimes' events are deleted in chunks between requests (StreamStore.purgeErased).
-  const purger = new ErasedPurger(() => store, (message, error) => logger.error(message, error));
-  const store = new StreamStore(storage, { onDeferredErase: () => purger.schedule() });
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
   const logger = options.logger ?? consoleLogger;
-  const directory: StreamDirectory = {
-    receiveCopies: (projectId, path, batch) => registry.get(projectId, path).receiveCopies(batch),
-  };
+  // Destroyed lifetimes' events are deleted in chunks between requests (StreamStore.purgeErased).
+  const purger = new ErasedPurger(() => engine.store, (message, error) => logger.error(message, error));
   const workers = new CallableRegistry('worker');
   const processors = new CallableRegistry('processor');
-  // The service is created below; the ITX root reaches it lazily (deliveries start after start-up).
+  // The service is composed below; the ITX root reaches it lazily (deliveries start after start-up).
   const itxDeps: ItxDeps = {
     get service() {
       return service;
@@ -165,54 +158,27 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     resolve: options.webhookResolver,
     metrics: metrics.registry,
   });
-  const delivery = new DeliveryEngine({
-    clock,
-    random,
+  // Every stream lives in this one database: copies reach the receiving actor in-process.
+  const engine = composeEngine({
+    storage,
     alarms: nodeAlarms,
     timer: systemTimer,
+    clock,
+    random,
     config,
+    metrics,
+    logger,
+    store: { onDeferredErase: () => purger.schedule() },
     receivers: {
-      'copy-to-stream': copyReceiver(directory),
+      'copy-to-stream': copyReceiver(localDirectory(() => engine.registry)),
       'itx-call': itxReceiver((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
       'webhook-post': webhooks.receiver,
     },
     processorWaker: processorWaker((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
-    metrics,
-    log: (message, error) => (error === undefined ? logger.warn?.(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error)),
   });
+  const { delivery, service } = engine;
   // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.
   processors.onRegistered((projectId) => delivery.processorHostRegistered(projectId));
-  const registry: StreamRegistry = new StreamRegistry(
-    {
-      store,
-      clock,
-      random,
-      timer: systemTimer,
-      config,
-      afterCommit: (actor, events: readonly CommittedEvent[], bytes: number) => {
-        metrics.appendedEvents.inc({}, events.length);
-        metrics.appendedBytes.inc({}, bytes);
-        delivery.poke(actor, events);
-      },
-    },
-    { canEvict: (actor) => !delivery.isBusy(actor), onEvict: (actor) => delivery.forget(actor) },
-  );
-  // Delivery progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first.
-  const persistProgress = () => {
-    for (const actor of registry.loaded()) if (actor.exists) actor.subscriptions.persistDirty();
-  };
-  metrics.subscriptionsHalted.collect = () => {
-    persistProgress();
-    return [{ labels: {}, value: store.countHaltedSubscriptions() }];
-  };
-  metrics.subscriptionLag.collect = () =>
-    store.largestLags(100).map((l) => ({ labels: { project: l.projectId ?? '', stream: l.path, key: l.key }, value: l.lag }));
-  const service = new LocalStreamService(registry, store, metrics, {
-    clock,
-    random,
-    timer: systemTimer,
-    log: (message, error) => logger.warn?.(`rivulet: ${message}${error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`}`),
-  });
   let ready = false;
   // Every entrance (the app, the native append path, the front) reports to the same hooks.
   const hooks = composeRequestHooks([metricsHook(metrics)], logger);
@@ -266,8 +232,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   });
   const address = server.address() as AddressInfo;
   ready = true;
-  // Owed deliveries resume after a restart without any new append (S40).
-  for (const { projectId, path } of store.streamsWithSubscriptions()) delivery.poke(registry.get(projectId, path));
+  // Owed deliveries resume after a restart without any new append (protocol §12.2).
+  engine.resumeDeliveries();
   // Erasures a previous run left unfinished go on.
   purger.schedule();
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;

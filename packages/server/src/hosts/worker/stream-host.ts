@@ -31,15 +31,13 @@ import type { DoStorageApi } from '../../adapters/durable-object/do-api.js';
 import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
 import type { StreamActor } from '../../engine/actor.js';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
+import { composeEngine, engineLog, type Engine } from '../../engine/compose.js';
 import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
-import { DeliveryEngine } from '../../engine/delivery/engine.js';
 import type { Receiver } from '../../engine/delivery/receiver.js';
 import { webhookReceiver } from '../../engine/delivery/webhook-receiver.js';
 import { createServerMetrics } from '../../engine/metrics.js';
-import { StreamRegistry } from '../../engine/registry.js';
 import { openSchema } from '../../engine/schema.js';
-import { LocalStreamService } from '../../engine/service.js';
-import { StreamStore } from '../../engine/stream-store.js';
+import type { LocalStreamService } from '../../engine/service.js';
 import type { ErrorLogger } from '../../http/errors.js';
 import { systemClock, systemRandom } from '../../ports/clock.js';
 import type { StreamDirectory } from '../../ports/directory.js';
@@ -102,11 +100,8 @@ function webhooks(env: WorkerEnv, config: EngineConfig): Receiver {
 
 export class StreamHost {
   private readonly storage: DurableObjectStorage;
-  private readonly store: StreamStore;
   private readonly alarms: DurableObjectAlarms;
-  private readonly delivery: DeliveryEngine;
-  private readonly registry: StreamRegistry;
-  private readonly service: LocalStreamService;
+  private readonly engine: Engine;
   readonly config: EngineConfig;
   private identity: { projectId: string | null; path: string } | null = null;
   /** The lifetime the project's index is known to list, when known. */
@@ -121,51 +116,41 @@ export class StreamHost {
     this.config = { ...defaultEngineConfig, ...engineConfigOf(env) };
     this.storage = new DurableObjectStorage(deps.storage);
     openSchema(this.storage);
-    this.store = new StreamStore(this.storage);
-    const metrics = createServerMetrics();
     const directory: StreamDirectory = {
       receiveCopies: (projectId, path, batch) =>
         unwrap(`stream ${path}`, () => env.STREAMS.getByName(streamObjectName(projectId, path)).receiveCopies(projectId, path, batch)),
     };
-    const log = (message: string, error?: unknown) =>
-      error === undefined ? logger.warn?.(`rivulet: ${message}`) : logger.error(`rivulet: ${message}`, error);
+    // Host policy: while a delivery is in flight the object's alarm stands no later than its
+    // deadline, so a delivery cut short by an eviction is retried (adapters/durable-object/do-alarm.ts).
     this.alarms = new DurableObjectAlarms(deps.storage, {
       keepAwake: () => {
         const actor = this.actorIfBound();
-        return actor && this.delivery.isBusy(actor) ? systemClock.now() + this.config.deliveryTimeoutMs + WATCHDOG_SLACK_MS : null;
+        return actor && this.engine.delivery.isBusy(actor) ? systemClock.now() + this.config.deliveryTimeoutMs + WATCHDOG_SLACK_MS : null;
       },
-      log,
+      log: engineLog(logger),
     });
-    this.delivery = new DeliveryEngine({
-      clock: systemClock,
-      random: systemRandom,
+    this.engine = composeEngine({
+      storage: this.storage,
       alarms: this.alarms,
       timer: systemTimer,
+      clock: systemClock,
+      random: systemRandom,
       config: this.config,
+      metrics: createServerMetrics(),
+      logger,
       receivers: {
         'copy-to-stream': copyReceiver(directory),
         'itx-call': remoteItx(env),
         'webhook-post': webhooks(env, this.config),
       },
       processorWaker: hubProcessorWaker(env),
-      metrics,
-      log,
     });
-    this.registry = new StreamRegistry({
-      store: this.store,
-      clock: systemClock,
-      random: systemRandom,
-      timer: systemTimer,
-      config: this.config,
-      afterCommit: (actor, events) => this.delivery.poke(actor, events),
-    });
-    this.service = new LocalStreamService(this.registry, this.store, metrics, { clock: systemClock, random: systemRandom, timer: systemTimer, log });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
   }
 
   private actorIfBound(): StreamActor | undefined {
-    return this.identity ? this.registry.get(this.identity.projectId, this.identity.path) : undefined;
+    return this.identity ? this.engine.registry.get(this.identity.projectId, this.identity.path) : undefined;
   }
 
   /** Binds the object to its stream on first use; refuses any other stream. */
@@ -177,14 +162,14 @@ export class StreamHost {
         `the object of stream ${JSON.stringify([this.identity.projectId, this.identity.path])} was asked for ${JSON.stringify([projectId, path])}`,
       );
     }
-    return this.registry.get(projectId, path);
+    return this.engine.registry.get(projectId, path);
   }
 
   /** Runs one call for the stream (projectId, path), then keeps the project's index in step. */
   async call<T>(projectId: string | null, path: string, fn: (service: LocalStreamService, actor: StreamActor) => Promise<T>): Promise<T> {
     const actor = this.bind(projectId, path);
     try {
-      return await fn(this.service, actor);
+      return await fn(this.engine.service, actor);
     } finally {
       await this.announce(actor);
     }
@@ -224,7 +209,7 @@ export class StreamHost {
   tail(projectId: string | null, path: string, options: TailRequest): ReadableStream<Uint8Array> {
     this.bind(projectId, path);
     const abort = new AbortController();
-    const items = this.service.tail(projectId, path, {
+    const items = this.engine.service.tail(projectId, path, {
       afterOffset: options.afterOffset,
       expectedStreamId: options.expectedStreamId,
       eventTypes: options.eventTypes,
@@ -251,7 +236,7 @@ export class StreamHost {
   async destroy(projectId: string | null, path: string): Promise<boolean> {
     const actor = this.bind(projectId, path);
     const streamId = actor.exists ? actor.coreState?.streamId : undefined;
-    const destroyed = await this.service.destroy(projectId, path);
+    const destroyed = await this.engine.service.destroy(projectId, path);
     if (!destroyed || streamId === undefined) return destroyed;
     await this.deps.exclusive(async () => {
       await this.deps.storage.deleteAll();
@@ -319,14 +304,14 @@ export class StreamHost {
   processorHostRegistered(projectId: string | null, path: string): void {
     const actor = this.bind(projectId, path);
     if (!actor.exists) return;
-    this.delivery.processorHostRegistered(projectId);
-    this.delivery.poke(actor);
+    this.engine.delivery.processorHostRegistered(projectId);
+    this.engine.delivery.poke(actor);
   }
 
   /** The object's alarm rang: whatever delivery is owed resumes (after an eviction too). */
   alarm(): void {
     this.alarms.ring();
     const actor = this.actorIfBound();
-    if (actor) this.delivery.poke(actor);
+    if (actor) this.engine.delivery.poke(actor);
   }
 }
