@@ -37,6 +37,42 @@ export default tseslint.config(
       'the engine runs on every host: it reaches storage, time and other streams only through ports',
     ),
   },
+  // Time and randomness are ports (ports/clock.ts, ports/timer.ts hold the system ones): core and
+  // the engine never read the wall clock, start a timer or draw randomness on their own.
+  {
+    files: ['packages/server/src/core/**/*.ts', 'packages/server/src/engine/**/*.ts'],
+    ignores: [
+      '**/*.test.ts',
+      // until the expression budget lands
+      'packages/server/src/core/jsonata.ts',
+    ],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate'].map((name) => ({
+          name,
+          message: 'timers are a port: use the Timer (or AlarmFactory) the engine was composed with',
+        })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: 'the wall clock is a port: use the Clock' },
+        { object: 'performance', property: 'now', message: 'the clock is a port: use the Clock' },
+        { object: 'Math', property: 'random', message: 'randomness is a port: use the Random' },
+        { object: 'crypto', property: 'randomUUID', message: 'randomness is a port: use Random.uuid()' },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'the wall clock is a port: use new Date(clock.now())' },
+        { selector: "CallExpression[callee.name='Date']", message: 'the wall clock is a port: use new Date(clock.now()).toISOString()' },
+        { selector: "MemberExpression[property.name='randomUUID']", message: 'randomness is a port: use Random.uuid()' },
+        {
+          selector: "MemberExpression[object.name='globalThis'][property.name=/^(setTimeout|clearTimeout|setInterval|clearInterval|setImmediate|clearImmediate)$/]",
+          message: 'timers are a port: use the Timer (or AlarmFactory) the engine was composed with',
+        },
+      ],
+    },
+  },
   {
     files: ['packages/server/src/http/**/*.ts', 'packages/server/src/rpc/**/*.ts'],
     ignores: ['**/*.test.ts'],
