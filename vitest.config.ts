@@ -31,6 +31,7 @@ const workerE2e = [
   'processors-crash',
   'processors-registration',
   'processors-protocol',
+  'expression-budgets',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

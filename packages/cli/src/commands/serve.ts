@@ -21,6 +21,9 @@ Options:
   --delivery-timeout-ms N      per receiver call (RIVULET_DELIVERY_TIMEOUT_MS, default ${Defaults.deliveryTimeoutMs})
   --processor-idle-ms N        close a caught-up hosted processor connection after this long without a batch
                                (RIVULET_PROCESSOR_IDLE_MS, default ${Defaults.processorIdleMs})
+  --expression-time-ms N       time budget of one JSONata evaluation (RIVULET_EXPRESSION_TIME_MS, default 10)
+  --expression-memory-bytes N  memory budget of one JSONata evaluation, estimated
+                               (RIVULET_EXPRESSION_MEMORY_BYTES, default 33554432)
   --allow-private-webhooks     let webhooks reach loopback, private, link-local and metadata addresses
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
@@ -45,6 +48,8 @@ export const serveCommand: Command = {
       'retry-max-ms': { type: 'string' },
       'delivery-timeout-ms': { type: 'string' },
       'processor-idle-ms': { type: 'string' },
+      'expression-time-ms': { type: 'string' },
+      'expression-memory-bytes': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
     });
@@ -62,6 +67,9 @@ export const serveCommand: Command = {
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
     const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
     const webhookSecret = pick('webhook-secret', 'RIVULET_WEBHOOK_SECRET') || undefined;
+    // The expression budgets default in the engine (protocol §16.4): only what is given is passed.
+    const expressionTime = pick('expression-time-ms', 'RIVULET_EXPRESSION_TIME_MS') || undefined;
+    const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
     const { startNodeServer } = await import('@rivulet/server/node');
     const server = await startNodeServer({
@@ -89,6 +97,8 @@ export const serveCommand: Command = {
         1,
       ),
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
+      ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
+      ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),
     });
     io.out(
       `rivulet listening on ${server.url} (data ${server.dataDir}, durability ${durability}${tokensFile ? ', tokens' : ', open mode'})`,

@@ -8,6 +8,9 @@ import { EventType, Limits, type CommittedEvent } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import { DROP_AUDIT_PREFIX, TransformError, conditionMatches, excludedFromCopy, shapeEvent, typeMatches, unshaped } from './filter.js';
 import { JsonataError } from './jsonata.js';
+import { defaultExpressionLimits, expressionBudget } from './expression-budget.js';
+
+const budget = expressionBudget(defaultExpressionLimits, () => Date.now());
 
 const event = (extra: Partial<CommittedEvent> = {}): CommittedEvent => ({
   path: '/s',
@@ -21,7 +24,7 @@ const event = (extra: Partial<CommittedEvent> = {}): CommittedEvent => ({
 
 async function transformError(transform: string, e: CommittedEvent = event()): Promise<Error> {
   try {
-    await shapeEvent(transform, e);
+    await shapeEvent(transform, e, budget);
   } catch (error) {
     return error as Error;
   }
@@ -46,22 +49,22 @@ describe('typeMatches', () => {
 
 describe('conditionMatches', () => {
   it('matches without a condition', async () => {
-    expect(await conditionMatches(undefined, event())).toBe(true);
-    expect(await conditionMatches({ eventTypes: ['x'] }, event())).toBe(true);
+    expect(await conditionMatches(undefined, event(), budget)).toBe(true);
+    expect(await conditionMatches({ eventTypes: ['x'] }, event(), budget)).toBe(true);
   });
 
   it('sees the whole committed event and uses JSONata truthiness', async () => {
-    expect(await conditionMatches({ jsonataCondition: 'payload.total > 20 and metadata.by = "ci" and offset = 7' }, event())).toBe(true);
-    expect(await conditionMatches({ jsonataCondition: 'payload.total > 50' }, event())).toBe(false);
-    expect(await conditionMatches({ jsonataCondition: 'payload.missing' }, event())).toBe(false);
-    expect(await conditionMatches({ jsonataCondition: 'payload.lines' }, event())).toBe(true);
-    expect(await conditionMatches({ jsonataCondition: '""' }, event())).toBe(false);
-    expect(await conditionMatches({ jsonataCondition: '0' }, event())).toBe(false);
+    expect(await conditionMatches({ jsonataCondition: 'payload.total > 20 and metadata.by = "ci" and offset = 7' }, event(), budget)).toBe(true);
+    expect(await conditionMatches({ jsonataCondition: 'payload.total > 50' }, event(), budget)).toBe(false);
+    expect(await conditionMatches({ jsonataCondition: 'payload.missing' }, event(), budget)).toBe(false);
+    expect(await conditionMatches({ jsonataCondition: 'payload.lines' }, event(), budget)).toBe(true);
+    expect(await conditionMatches({ jsonataCondition: '""' }, event(), budget)).toBe(false);
+    expect(await conditionMatches({ jsonataCondition: '0' }, event(), budget)).toBe(false);
   });
 
   it('throws a JsonataError when the condition throws (never a pass)', async () => {
-    await expect(conditionMatches({ jsonataCondition: '$number(payload.id & "x") > 0' }, event())).rejects.toBeInstanceOf(JsonataError);
-    await expect(conditionMatches({ jsonataCondition: '$error("nope")' }, event())).rejects.toThrow('nope');
+    await expect(conditionMatches({ jsonataCondition: '$number(payload.id & "x") > 0' }, event(), budget)).rejects.toBeInstanceOf(JsonataError);
+    await expect(conditionMatches({ jsonataCondition: '$error("nope")' }, event(), budget)).rejects.toThrow('nope');
   });
 });
 
@@ -107,27 +110,27 @@ describe('unshaped', () => {
 
 describe('shapeEvent', () => {
   it('without a transform answers the event unshaped', async () => {
-    expect(await shapeEvent(undefined, event())).toEqual(unshaped(event()));
+    expect(await shapeEvent(undefined, event(), budget)).toEqual(unshaped(event()));
   });
 
   it('copies omitted fields verbatim', async () => {
-    expect(await shapeEvent('{"payload": {"id": payload.id}}', event())).toEqual({
+    expect(await shapeEvent('{"payload": {"id": payload.id}}', event(), budget)).toEqual({
       type: 'shop/order-created',
       payload: { id: 7 },
       metadata: { by: 'ci' },
     });
-    expect(await shapeEvent('{"type": "shop/order-seen"}', event())).toEqual({
+    expect(await shapeEvent('{"type": "shop/order-seen"}', event(), budget)).toEqual({
       type: 'shop/order-seen',
       payload: { id: 7, total: 30, lines: [{ sku: 'a' }] },
       metadata: { by: 'ci' },
     });
-    expect(await shapeEvent('{}', event())).toEqual(unshaped(event()));
+    expect(await shapeEvent('{}', event(), budget)).toEqual(unshaped(event()));
     // a field the transform yields nothing for is omitted, hence copied
-    expect(await shapeEvent('{"metadata": metadata.missing}', event())).toEqual(unshaped(event()));
+    expect(await shapeEvent('{"metadata": metadata.missing}', event(), budget)).toEqual(unshaped(event()));
   });
 
   it('shapes all three fields and sees the whole event', async () => {
-    expect(await shapeEvent('{"type": "copy/" & type, "payload": {"at": offset}, "metadata": {"from": path}}', event())).toEqual({
+    expect(await shapeEvent('{"type": "copy/" & type, "payload": {"at": offset}, "metadata": {"from": path}}', event(), budget)).toEqual({
       type: 'copy/shop/order-created',
       payload: { at: 7 },
       metadata: { from: '/s' },
@@ -135,7 +138,7 @@ describe('shapeEvent', () => {
   });
 
   it('answers plain JSON objects (no null prototypes)', async () => {
-    const shaped = await shapeEvent('{"payload": {"nested": {"x": payload.id}}}', event());
+    const shaped = await shapeEvent('{"payload": {"nested": {"x": payload.id}}}', event(), budget);
     expect(Object.getPrototypeOf(shaped.payload)).toBe(Object.prototype);
     expect(Object.getPrototypeOf((shaped.payload as { nested: object }).nested)).toBe(Object.prototype);
   });
@@ -175,7 +178,7 @@ describe('shapeEvent', () => {
   });
 
   it('accepts a type of exactly the maximum length', async () => {
-    const shaped = await shapeEvent(`{"type": $pad("", ${Limits.typeMaxLength}, "t")}`, event());
+    const shaped = await shapeEvent(`{"type": $pad("", ${Limits.typeMaxLength}, "t")}`, event(), budget);
     expect(shaped.type).toHaveLength(Limits.typeMaxLength);
   });
 

@@ -5,6 +5,7 @@
  * fields it omits are copied verbatim, anything else it returns is refused.
  */
 import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type CommittedEvent, type JsonObject, type SubscriptionFilter } from '@rivulet/contract';
+import type { ExpressionBudget } from './expression-budget.js';
 import { evaluateJsonata, jsonataTruthy } from './jsonata.js';
 
 export const DROP_AUDIT_PREFIX = `${INTERNAL_IDEMPOTENCY_PREFIX}drop:`;
@@ -13,10 +14,13 @@ export function typeMatches(filter: SubscriptionFilter | undefined, type: string
   return !filter?.eventTypes || filter.eventTypes.includes(type);
 }
 
-/** Throws JsonataError when the condition throws (an ordered failure, never a pass). */
-export async function conditionMatches(filter: SubscriptionFilter | undefined, event: CommittedEvent): Promise<boolean> {
+/**
+ * Throws JsonataError when the condition throws or runs out of its budget (an ordered failure,
+ * never a pass; protocol §16.4).
+ */
+export async function conditionMatches(filter: SubscriptionFilter | undefined, event: CommittedEvent, budget: ExpressionBudget): Promise<boolean> {
   if (!filter?.jsonataCondition) return true;
-  return jsonataTruthy(await evaluateJsonata(filter.jsonataCondition, event));
+  return jsonataTruthy(await evaluateJsonata(filter.jsonataCondition, event, budget));
 }
 
 /** Drop audits and connection facts are never copied onward (SEMANTICS §5.5, §9.1). */
@@ -46,11 +50,11 @@ export function unshaped(event: CommittedEvent): ShapedEvent {
   return out;
 }
 
-/** Applies a transform; throws JsonataError or TransformError (an ordered failure of that event). */
-export async function shapeEvent(transform: string | undefined, event: CommittedEvent): Promise<ShapedEvent> {
+/** Applies a transform within the budget; throws JsonataError or TransformError (an ordered failure of that event). */
+export async function shapeEvent(transform: string | undefined, event: CommittedEvent, budget: ExpressionBudget): Promise<ShapedEvent> {
   const base = unshaped(event);
   if (transform === undefined) return base;
-  const result = await evaluateJsonata(transform, event);
+  const result = await evaluateJsonata(transform, event, budget);
   if (!isObject(result)) {
     throw new TransformError(`jsonataTransform must produce an object {type?, payload?, metadata?}, got ${result === undefined ? 'nothing' : JSON.stringify(result).slice(0, 100)}`);
   }

@@ -5,9 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { JsonataError, evaluateJsonata } from './jsonata.js';
+import { defaultExpressionLimits, expressionBudget } from './expression-budget.js';
+
+const budget = expressionBudget(defaultExpressionLimits, () => Date.now());
 
 describe('evaluateJsonata on non-JSON results', () => {
   it.each(['function($x){$x}', '{"payload": {"f": function($x){$x}}}'])('%s is a JsonataError, not a raw TypeError', async (source) => {
-    await expect(evaluateJsonata(source, {})).rejects.toBeInstanceOf(JsonataError);
+    await expect(evaluateJsonata(source, {}, budget)).rejects.toBeInstanceOf(JsonataError);
   });
 });

@@ -6,10 +6,13 @@
 import { RivuletError } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import { JsonataError, checkJsonata, compileJsonata, evaluateJsonata, jsonataTruthy } from './jsonata.js';
+import { defaultExpressionLimits, expressionBudget } from './expression-budget.js';
+
+const budget = expressionBudget(defaultExpressionLimits, () => Date.now());
 
 async function evaluationError(source: string, input: unknown): Promise<JsonataError> {
   try {
-    await evaluateJsonata(source, input);
+    await evaluateJsonata(source, input, budget);
   } catch (error) {
     expect(error).toBeInstanceOf(JsonataError);
     return error as JsonataError;
@@ -40,8 +43,8 @@ describe('jsonataTruthy', () => {
 
   it('agrees with $boolean() on evaluated values', async () => {
     for (const expr of ['0', '1', '""', '"a"', '[]', '[0]', '[0, 1]', '{}', '{"a": 1}', 'true', 'false', 'null', 'nothing']) {
-      const value = await evaluateJsonata(expr, {});
-      const viaBoolean = await evaluateJsonata(`$boolean(${expr})`, {});
+      const value = await evaluateJsonata(expr, {}, budget);
+      const viaBoolean = await evaluateJsonata(`$boolean(${expr})`, {}, budget);
       expect(jsonataTruthy(value), expr).toBe(viaBoolean === true);
     }
   });
@@ -106,21 +109,21 @@ describe('checkJsonata', () => {
 
 describe('evaluateJsonata', () => {
   it('answers plain JSON: objects with Object.prototype, arrays without sequence tags', async () => {
-    const result = (await evaluateJsonata('{"a": {"b": [1, 2]}, "c": items.x}', { items: [{ x: 1 }, { x: 2 }] })) as Record<string, unknown>;
+    const result = (await evaluateJsonata('{"a": {"b": [1, 2]}, "c": items.x}', { items: [{ x: 1 }, { x: 2 }] }, budget)) as Record<string, unknown>;
     expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
     expect(Object.getPrototypeOf(result.a)).toBe(Object.prototype);
     expect(result).toEqual({ a: { b: [1, 2] }, c: [1, 2] });
     expect(Object.keys(result.c as object)).toEqual(['0', '1']);
-    const sequence = await evaluateJsonata('items.x', { items: [{ x: 1 }, { x: 2 }] });
+    const sequence = await evaluateJsonata('items.x', { items: [{ x: 1 }, { x: 2 }] }, budget);
     expect(sequence).toEqual([1, 2]);
     expect(Object.keys(sequence as object)).toEqual(['0', '1']);
     expect(JSON.stringify(result)).toBe('{"a":{"b":[1,2]},"c":[1,2]}');
   });
 
   it('answers undefined when nothing matches, and scalars as they are', async () => {
-    expect(await evaluateJsonata('payload.missing', { payload: {} })).toBeUndefined();
-    expect(await evaluateJsonata('payload.n * 2', { payload: { n: 21 } })).toBe(42);
-    expect(await evaluateJsonata('null', {})).toBeNull();
+    expect(await evaluateJsonata('payload.missing', { payload: {} }, budget)).toBeUndefined();
+    expect(await evaluateJsonata('payload.n * 2', { payload: { n: 21 } }, budget)).toBe(42);
+    expect(await evaluateJsonata('null', {}, budget)).toBeNull();
   });
 
   it('wraps a runtime error in a JsonataError with position, token and code', async () => {

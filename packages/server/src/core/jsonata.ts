@@ -1,11 +1,13 @@
 /**
- * JSONata, compiled once and cached (PERFORMANCE-NOTES: compiling costs ≈100 µs, evaluating ≈8 µs).
- * Parse and evaluation errors of JSONata are plain objects; they are wrapped in real Errors here
- * (SEMANTICS §8), with the position and token kept for the answer. Results are copied to plain JSON
- * before they leave, because JSONata builds objects with a null prototype that serialisers refuse.
+ * JSONata, compiled once and cached (compiling costs ≈100 µs, evaluating a few µs). Parse and
+ * evaluation errors of JSONata are plain objects; they are wrapped in real Errors here, with the
+ * position and token kept for the answer. Every evaluation runs under a budget of time and memory
+ * enforced while it runs (protocol §16.4, core/expression-budget.ts). Results are copied to plain
+ * JSON before they leave, because JSONata builds objects with a null prototype that serialisers refuse.
  */
 import jsonata from 'jsonata';
 import { RivuletError } from '@rivulet/contract';
+import { BudgetExceeded, Meter, defaultExpressionLimits, literalRangeOver, sequenceCap, type ExpressionBudget, type ExpressionLimits } from './expression-budget.js';
 
 type Expression = ReturnType<typeof jsonata>;
 
@@ -28,35 +30,70 @@ export class JsonataError extends Error {
   }
 }
 
+// JSONata's own refusals of long sequences: D2014 (a range over 1e7), D2015 (over the cap).
+const SEQUENCE_CODES = new Set(['D2014', 'D2015']);
+
 function wrap(error: unknown): JsonataError {
   if (error instanceof JsonataError) return error;
+  if (error instanceof BudgetExceeded) return new JsonataError(error.message, undefined, undefined, error.code);
   const e = (error ?? {}) as JsonataFailure;
+  if (e.code !== undefined && SEQUENCE_CODES.has(e.code)) {
+    return new JsonataError(`expression exceeded its memory budget (${e.message ?? 'a sequence too long'})`, e.position, e.token, 'MEMORY_BUDGET');
+  }
   const message = typeof e.message === 'string' ? e.message : String(error);
   return new JsonataError(message, e.position, e.token, e.code);
 }
 
 const CACHE_LIMIT = 2000;
 const cache = new Map<string, Expression>();
+// The binding through which the hooks find the meter of their evaluation: not a JSONata name, so
+// no expression can read it.
+const METER = 'rivulet meter';
+const ENTRY = Symbol.for('jsonata.__evaluate_entry');
+const EXIT = Symbol.for('jsonata.__evaluate_exit');
 
-/** Compiles (or answers the cached compilation of) an expression; throws JsonataError on bad syntax. */
-export function compileJsonata(source: string): Expression {
-  const cached = cache.get(source);
+interface Frame {
+  base: { lookup(name: string): unknown };
+}
+type Hook = (node: { type: string }, input: unknown, environment: Frame, result?: unknown) => void;
+const onEntry: Hook = (_node, _input, environment) => {
+  (environment.base.lookup(METER) as Meter | undefined)?.step();
+};
+const onExit: Hook = (node, _input, environment, result) => {
+  (environment.base.lookup(METER) as Meter | undefined)?.produced(node, result);
+};
+
+/**
+ * Compiles (or answers the cached compilation of) an expression; throws JsonataError on bad syntax.
+ * The sequence cap is part of the compilation (JSONata checks it before allocating).
+ */
+export function compileJsonata(source: string, limits: ExpressionLimits = defaultExpressionLimits): Expression {
+  const cap = sequenceCap(limits);
+  const cacheKey = `${cap}\u0000${source}`;
+  const cached = cache.get(cacheKey);
   if (cached) return cached;
   let expression: Expression;
   try {
-    expression = jsonata(source);
+    expression = jsonata(source, { sequence: cap });
   } catch (error) {
     throw wrap(error);
   }
+  const assign = expression.assign as unknown as (name: symbol, value: Hook) => void;
+  assign(ENTRY, onEntry);
+  assign(EXIT, onExit);
   if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-  cache.set(source, expression);
+  cache.set(cacheKey, expression);
   return expression;
 }
 
-/** INVALID_INPUT naming the field, with JSONata's message and position (issue 3 §1). */
-export function checkJsonata(source: string, field: string): void {
+/**
+ * INVALID_INPUT naming the field, with JSONata's message and position (issue 3 §1); also when a
+ * literal range is longer than the memory budget allows any sequence to be (protocol §16.4).
+ */
+export function checkJsonata(source: string, field: string, limits: ExpressionLimits = defaultExpressionLimits): void {
+  let expression: Expression;
   try {
-    compileJsonata(source);
+    expression = compileJsonata(source, limits);
   } catch (error) {
     const e = wrap(error);
     const at = e.position !== undefined ? ` at position ${e.position}` : '';
@@ -67,30 +104,31 @@ export function checkJsonata(source: string, field: string): void {
       jsonataCode: e.jsonataCode,
     });
   }
+  const cap = sequenceCap(limits);
+  const size = literalRangeOver(expression.ast(), cap);
+  if (size !== undefined) {
+    throw new RivuletError('INVALID_INPUT', `${field} exceeds the expression budget: a range of ${size} items (a sequence holds at most ${cap})`, {
+      field,
+      jsonataCode: 'MEMORY_BUDGET',
+    });
+  }
 }
 
-const TIMEOUT_MS = 1000;
-
-/** Evaluates to plain JSON (undefined when JSONata yields nothing); throws JsonataError. */
-export async function evaluateJsonata(source: string, input: unknown): Promise<unknown> {
-  const expression = compileJsonata(source);
+/**
+ * Evaluates to plain JSON (undefined when JSONata yields nothing) within the budget; throws
+ * JsonataError — with code TIME_BUDGET or MEMORY_BUDGET when the budget ran out.
+ */
+export async function evaluateJsonata(source: string, input: unknown, budget: ExpressionBudget): Promise<unknown> {
+  const expression = compileJsonata(source, budget);
   let result: unknown;
   try {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    result = await Promise.race([
-      expression.evaluate(input),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () => reject(new JsonataError(`evaluation took longer than ${TIMEOUT_MS} ms`, undefined, undefined, 'TIMEOUT')),
-          TIMEOUT_MS,
-        );
-      }),
-    ]).finally(() => clearTimeout(timer));
+    result = await expression.evaluate(input, { [METER]: new Meter(budget) });
   } catch (error) {
     throw wrap(error);
   }
   if (result === undefined) return undefined;
   try {
+    // Bounded: the exit hook measured this value against the memory budget.
     const text = JSON.stringify(result);
     return text === undefined ? undefined : (JSON.parse(text) as unknown);
   } catch (error) {

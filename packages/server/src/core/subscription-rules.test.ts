@@ -16,6 +16,7 @@ import {
 } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import type { AppendInput } from './append-input.js';
+import { defaultExpressionLimits } from './expression-budget.js';
 import { initialState } from './state.js';
 import { checkItxExpression, checkWebhookUrl, createControlRules, type ControlRulesContext } from './subscription-rules.js';
 
@@ -26,6 +27,7 @@ function ctx(overrides: Partial<ControlRulesContext> = {}, connectionKeys: strin
     projectId: 'proj',
     path: '/s',
     allowPrivateWebhooks: false,
+    expressionLimits: defaultExpressionLimits,
     isConnectionKey: (key) => connectionKeys.includes(key),
     ...overrides,
   };

@@ -16,6 +16,7 @@ import {
   type SubscriptionConfiguredPayload,
 } from '@rivulet/contract';
 import type { AppendInput } from './append-input.js';
+import type { ExpressionLimits } from './expression-budget.js';
 import { checkJsonata } from './jsonata.js';
 import { isPrivateHost } from './private-address.js';
 import { effectiveKey } from './reduce.js';
@@ -24,6 +25,8 @@ export interface ControlRulesContext {
   projectId: string | null;
   path: string;
   allowPrivateWebhooks: boolean;
+  /** The expression budget, for refusing what exceeds it statically (protocol §16.4). */
+  expressionLimits: ExpressionLimits;
   /** Whether a live connection currently holds this key on the stream (SEMANTICS §3). */
   isConnectionKey(key: string): boolean;
 }
@@ -89,18 +92,18 @@ function normalizeReceiver(receiver: Receiver, ctx: ControlRulesContext): Receiv
       if (receivingStreamPath === ctx.path) {
         throw new RivuletError('INVALID_INPUT', `a stream cannot receive from itself (${ctx.path})`);
       }
-      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform', ctx.expressionLimits);
       return { ...receiver, receivingStreamPath };
     }
     case 'itx-call':
       checkItxExpression(receiver.expression, 'receiver.expression');
-      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform', ctx.expressionLimits);
       return receiver;
     case 'processor-wake':
       checkItxExpression(receiver.expression, 'receiver.expression');
       return receiver;
     case 'webhook-post': {
-      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform');
+      if (receiver.jsonataTransform !== undefined) checkJsonata(receiver.jsonataTransform, 'receiver.jsonataTransform', ctx.expressionLimits);
       return { ...receiver, url: checkWebhookUrl(receiver.url, ctx.allowPrivateWebhooks, 'receiver.url') };
     }
   }
@@ -108,7 +111,7 @@ function normalizeReceiver(receiver: Receiver, ctx: ControlRulesContext): Receiv
 
 /** Stateless: the normalised payload (canonical paths, URLs), refusing what can never be valid. */
 function normalizeConfigured(payload: SubscriptionConfiguredPayload, ctx: ControlRulesContext): SubscriptionConfiguredPayload {
-  if (payload.filter?.jsonataCondition !== undefined) checkJsonata(payload.filter.jsonataCondition, 'filter.jsonataCondition');
+  if (payload.filter?.jsonataCondition !== undefined) checkJsonata(payload.filter.jsonataCondition, 'filter.jsonataCondition', ctx.expressionLimits);
   return { ...payload, receiver: normalizeReceiver(payload.receiver, ctx) };
 }
 

@@ -2,6 +2,9 @@ import { EventType, type CommittedEvent } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import { shapeEvent } from './filter.js';
 import { headerSafeId, shapedCommittedEvent, webhookEnvelope, type WebhookStamp } from './webhook-envelope.js';
+import { defaultExpressionLimits, expressionBudget } from './expression-budget.js';
+
+const budget = expressionBudget(defaultExpressionLimits, () => Date.now());
 
 const source: CommittedEvent = {
   path: '/shop/orders',
@@ -34,7 +37,7 @@ const stamp: WebhookStamp = {
 
 describe('webhookEnvelope', () => {
   it('carries exactly the fields of API.md §8, in that order', async () => {
-    const envelope = webhookEnvelope(stamp, configured, source, await shapeEvent(undefined, source));
+    const envelope = webhookEnvelope(stamp, configured, source, await shapeEvent(undefined, source, budget));
     expect(Object.keys(envelope)).toEqual([
       'projectId',
       'path',
@@ -51,7 +54,7 @@ describe('webhookEnvelope', () => {
   });
 
   it('a transform shapes type, payload and metadata; coordinates stay the source event’s', async () => {
-    const shaped = await shapeEvent('{"type": "hook/" & type, "payload": {"orderId": payload.id}}', source);
+    const shaped = await shapeEvent('{"type": "hook/" & type, "payload": {"orderId": payload.id}}', source, budget);
     const envelope = webhookEnvelope(stamp, configured, source, shaped);
     expect(envelope.event).toEqual({
       path: '/shop/orders',

@@ -16,6 +16,7 @@ import { createControlRules, type ControlRules } from '../core/subscription-rule
 import { utf8Length } from '../core/sizes.js';
 import type { Clock, Random } from '../ports/clock.js';
 import type { Timer } from '../ports/timer.js';
+import { expressionBudget, type ExpressionBudget } from '../core/expression-budget.js';
 import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
@@ -61,6 +62,8 @@ export class StreamActor {
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();
   private readonly controlRules: ControlRules;
+  /** The budget every JSONata evaluation on this stream runs under (protocol §16.4). */
+  readonly expressionBudget: ExpressionBudget;
   /** Bumped by destroy: post-commit work of an append from an ended lifetime is dropped. */
   private lifetime = 0;
 
@@ -78,10 +81,12 @@ export class StreamActor {
     readonly path: string,
     private readonly deps: ActorDeps,
   ) {
+    this.expressionBudget = expressionBudget({ timeMs: deps.config.expressionTimeMs, memoryBytes: deps.config.expressionMemoryBytes }, () => deps.clock.now());
     this.controlRules = createControlRules({
       projectId,
       path,
       allowPrivateWebhooks: deps.config.allowPrivateWebhooks,
+      expressionLimits: this.expressionBudget,
       isConnectionKey: (key) => this.connectionKeys.has(key),
     });
   }

@@ -1,5 +1,6 @@
 /** Engine configuration: operator limits and the delivery knobs of API.md §7 / SEMANTICS §4. */
 import { Defaults } from '@rivulet/contract';
+import { defaultExpressionLimits } from '../core/expression-budget.js';
 
 export interface EngineConfig {
   maxEventBytes: number;
@@ -22,6 +23,10 @@ export interface EngineConfig {
   processorIdleMs: number;
   /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
   allowPrivateWebhooks: boolean;
+  /** Time budget of one JSONata evaluation, in milliseconds (protocol §16.4). */
+  expressionTimeMs: number;
+  /** Memory budget of one JSONata evaluation, in estimated bytes (protocol §16.4). */
+  expressionMemoryBytes: number;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -36,4 +41,6 @@ export const defaultEngineConfig: EngineConfig = {
   watchdogLeaseMs: 0,
   processorIdleMs: Defaults.processorIdleMs,
   allowPrivateWebhooks: true,
+  expressionTimeMs: defaultExpressionLimits.timeMs,
+  expressionMemoryBytes: defaultExpressionLimits.memoryBytes,
 };

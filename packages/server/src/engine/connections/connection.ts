@@ -249,7 +249,7 @@ export class LiveConnection implements LiveListener {
   private matches(event: CommittedEvent): boolean | Promise<boolean> {
     this.candidates++;
     if (!this.spec.filter?.jsonataCondition) return true;
-    return conditionMatches(this.spec.filter, event).catch((error: unknown) => {
+    return conditionMatches(this.spec.filter, event, this.actor.expressionBudget).catch((error: unknown) => {
       this.failure = `filter.jsonataCondition failed on event ${event.offset} (${event.type}): ${errorText(error)}`;
       return false;
     });

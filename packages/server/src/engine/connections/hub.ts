@@ -148,7 +148,7 @@ export class ConnectionHub {
   ): Promise<{ connection: LiveConnection; handle: ConnectionHandle }> {
     const options = parseOrThrow(OpenConnectionOptionsSchema, rawOptions, 'options');
     const kind = extras.kind ?? 'live';
-    const spec = resolveSpec(options, kind, () => `${kind === 'wait' ? 'wait' : 'connection'}:${this.options.random.uuid()}`);
+    const spec = resolveSpec(options, kind, () => `${kind === 'wait' ? 'wait' : 'connection'}:${this.options.random.uuid()}`, actor.expressionBudget);
     const set = this.of(actor);
     const connection = new LiveConnection(actor, spec, callback, set, this.limits, this.options.clock.now(), this.timer);
     let replaced: LiveConnection | undefined;

@@ -15,11 +15,12 @@ import {
   type OpenConnectionOptions,
 } from '@rivulet/contract';
 import type { AppendInput } from '../../core/append-input.js';
+import type { ExpressionLimits } from '../../core/expression-budget.js';
 import { checkJsonata } from '../../core/jsonata.js';
 import { closedFact, DEFAULT_BATCH_EVENTS, type ConnectionSpec } from './connection-spec.js';
 
 /** The options as a connection runs them; refuses combinations that mean nothing (INVALID_INPUT). */
-export function resolveSpec(options: OpenConnectionOptions, kind: ConnectionSpec['kind'], generateKey: () => string): ConnectionSpec {
+export function resolveSpec(options: OpenConnectionOptions, kind: ConnectionSpec['kind'], generateKey: () => string, expressionLimits?: ExpressionLimits): ConnectionSpec {
   const key = options.connectionKey ?? generateKey();
   if (options.connectionKey !== undefined && key.startsWith(GENERATED_KEY_PREFIX)) {
     throw new RivuletError(
@@ -38,7 +39,7 @@ export function resolveSpec(options: OpenConnectionOptions, kind: ConnectionSpec
   if (options.maxReplayOffsetGap !== undefined && options.replayAfterOffset === undefined) {
     throw new RivuletError('INVALID_INPUT', 'maxReplayOffsetGap bounds a replay: it needs replayAfterOffset');
   }
-  if (options.filter?.jsonataCondition !== undefined) checkJsonata(options.filter.jsonataCondition, 'filter.jsonataCondition');
+  if (options.filter?.jsonataCondition !== undefined) checkJsonata(options.filter.jsonataCondition, 'filter.jsonataCondition', expressionLimits);
   return {
     key,
     kind,

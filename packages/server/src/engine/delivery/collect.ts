@@ -56,7 +56,7 @@ export async function collectBatch(
       if (!(isCopy && excludedFromCopy(event))) {
         let matches: boolean;
         try {
-          matches = await conditionMatches(filter, event);
+          matches = await conditionMatches(filter, event, actor.expressionBudget);
         } catch (error) {
           const message = error instanceof JsonataError ? error.message : String(error);
           return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: message };

@@ -96,7 +96,7 @@ export class DeliveryPreparer {
     const delivered: DeliveredEvent[] = [];
     for (const event of collected.events) {
       try {
-        delivered.push({ event, shaped: await shapeEvent(transform, event) });
+        delivered.push({ event, shaped: await shapeEvent(transform, event, actor.expressionBudget) });
       } catch (error) {
         if (delivered.length > 0) break;
         await failures.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, `jsonataTransform failed on offset ${event.offset}: ${errorText(error)}`);
@@ -119,7 +119,7 @@ export class DeliveryPreparer {
       const owed = await this.readAhead.next(key, flight.run, entry, cursor);
       if (owed.kind !== 'events' || !this.deps.current(key, flight)) return undefined;
       const event = owed.events[0]!;
-      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event) }];
+      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event, this.deps.actor.expressionBudget) }];
       return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {
       return undefined;

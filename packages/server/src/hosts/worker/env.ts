@@ -33,6 +33,8 @@ export interface WorkerEnv {
   RIVULET_RETRY_MAX_MS?: string;
   RIVULET_DELIVERY_TIMEOUT_MS?: string;
   RIVULET_PROCESSOR_IDLE_MS?: string;
+  RIVULET_EXPRESSION_TIME_MS?: string;
+  RIVULET_EXPRESSION_MEMORY_BYTES?: string;
   RIVULET_MAX_EVENT_BYTES?: string;
   RIVULET_MAX_BODY_BYTES?: string;
   RIVULET_MAX_CORE_STATE_BYTES?: string;
@@ -94,6 +96,8 @@ export function engineConfigOf(env: WorkerEnv): EngineConfig {
     retryMaxMs: int(env, 'RIVULET_RETRY_MAX_MS', defaultEngineConfig.retryMaxMs),
     deliveryTimeoutMs: int(env, 'RIVULET_DELIVERY_TIMEOUT_MS', defaultEngineConfig.deliveryTimeoutMs),
     processorIdleMs: int(env, 'RIVULET_PROCESSOR_IDLE_MS', defaultEngineConfig.processorIdleMs),
+    expressionTimeMs: int(env, 'RIVULET_EXPRESSION_TIME_MS', defaultEngineConfig.expressionTimeMs),
+    expressionMemoryBytes: int(env, 'RIVULET_EXPRESSION_MEMORY_BYTES', defaultEngineConfig.expressionMemoryBytes),
     allowPrivateWebhooks: bool(env, 'RIVULET_ALLOW_PRIVATE_WEBHOOKS') ?? open,
   };
 }
