@@ -67,7 +67,7 @@ export const serveCommand: Command = {
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
     const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
     const webhookSecret = pick('webhook-secret', 'RIVULET_WEBHOOK_SECRET') || undefined;
-    // The expression budgets default in the engine (protocol §16.4): only what is given is passed.
+    // The expression budgets default in the engine (protocol §16.8): only what is given is passed.
     const expressionTime = pick('expression-time-ms', 'RIVULET_EXPRESSION_TIME_MS') || undefined;
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.

@@ -1,5 +1,5 @@
 /**
- * Expression budgets (protocol §16.4): a hostile JSONata expression ends with a budget error while
+ * Expression budgets (protocol §16.8): a hostile JSONata expression ends with a budget error while
  * it runs — it neither stalls the process for seconds nor exhausts the heap — and legitimate
  * expressions are untouched. The three expressions of issue 15 are here as they were reported.
  */

@@ -1,5 +1,5 @@
 /**
- * Budgets of JSONata evaluations (protocol §16.4, decision 005). JSONata evaluates without ever
+ * Budgets of JSONata evaluations (protocol §16.8, decision 005). JSONata evaluates without ever
  * yielding to the event loop, so a timer cannot stop it: the budget is enforced from inside, by
  * JSONata's evaluation hooks, called on entry to and exit from every node of the expression.
  *
@@ -16,7 +16,7 @@
  * Core stays pure: the clock is passed in.
  */
 
-/** Conservative steps per millisecond (measured 1,100–2,000 on a 2024 laptop core, decision 005). */
+/** Steps per millisecond of the time budget (JSONata ran 1,100–2,000 on a quiet core; decision 005). */
 export const STEPS_PER_MS = 1000;
 const CLOCK_EVERY = 32;
 /** Estimated bytes of one array element. */

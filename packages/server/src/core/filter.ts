@@ -16,7 +16,7 @@ export function typeMatches(filter: SubscriptionFilter | undefined, type: string
 
 /**
  * Throws JsonataError when the condition throws or runs out of its budget (an ordered failure,
- * never a pass; protocol §16.4).
+ * never a pass; protocol §16.8).
  */
 export async function conditionMatches(filter: SubscriptionFilter | undefined, event: CommittedEvent, budget: ExpressionBudget): Promise<boolean> {
   if (!filter?.jsonataCondition) return true;

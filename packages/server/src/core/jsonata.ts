@@ -2,7 +2,7 @@
  * JSONata, compiled once and cached (compiling costs ≈100 µs, evaluating a few µs). Parse and
  * evaluation errors of JSONata are plain objects; they are wrapped in real Errors here, with the
  * position and token kept for the answer. Every evaluation runs under a budget of time and memory
- * enforced while it runs (protocol §16.4, core/expression-budget.ts). Results are copied to plain
+ * enforced while it runs (protocol §16.8, core/expression-budget.ts). Results are copied to plain
  * JSON before they leave, because JSONata builds objects with a null prototype that serialisers refuse.
  */
 import jsonata from 'jsonata';
@@ -88,7 +88,7 @@ export function compileJsonata(source: string, limits: ExpressionLimits = defaul
 
 /**
  * INVALID_INPUT naming the field, with JSONata's message and position (issue 3 §1); also when a
- * literal range is longer than the memory budget allows any sequence to be (protocol §16.4).
+ * literal range is longer than the memory budget allows any sequence to be (protocol §16.8).
  */
 export function checkJsonata(source: string, field: string, limits: ExpressionLimits = defaultExpressionLimits): void {
   let expression: Expression;

@@ -25,7 +25,7 @@ export interface ControlRulesContext {
   projectId: string | null;
   path: string;
   allowPrivateWebhooks: boolean;
-  /** The expression budget, for refusing what exceeds it statically (protocol §16.4). */
+  /** The expression budget, for refusing what exceeds it statically (protocol §16.8). */
   expressionLimits: ExpressionLimits;
   /** Whether a live connection currently holds this key on the stream (SEMANTICS §3). */
   isConnectionKey(key: string): boolean;

@@ -62,7 +62,7 @@ export class StreamActor {
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();
   private readonly controlRules: ControlRules;
-  /** The budget every JSONata evaluation on this stream runs under (protocol §16.4). */
+  /** The budget every JSONata evaluation on this stream runs under (protocol §16.8). */
   readonly expressionBudget: ExpressionBudget;
   /** Bumped by destroy: post-commit work of an append from an ended lifetime is dropped. */
   private lifetime = 0;

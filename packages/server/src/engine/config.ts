@@ -23,9 +23,9 @@ export interface EngineConfig {
   processorIdleMs: number;
   /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
   allowPrivateWebhooks: boolean;
-  /** Time budget of one JSONata evaluation, in milliseconds (protocol §16.4). */
+  /** Time budget of one JSONata evaluation, in milliseconds (protocol §16.8). */
   expressionTimeMs: number;
-  /** Memory budget of one JSONata evaluation, in estimated bytes (protocol §16.4). */
+  /** Memory budget of one JSONata evaluation, in estimated bytes (protocol §16.8). */
   expressionMemoryBytes: number;
 }
 

@@ -1,6 +1,6 @@
 /**
  * End-to-end over real HTTP: hostile JSONata expressions (issue 15) neither stall nor crash the
- * server (protocol §16.4). While one runs, a plain append on another stream is answered within
+ * server (protocol §16.8). While one runs, a plain append on another stream is answered within
  * 50 ms; a budget overrun is INVALID_INPUT at configure time when it can be seen, else an error
  * answer (waitForEvent) or a delivery failure that halts through the retry ladder (subscriptions);
  * and a server restarted with such a stored subscription answers appends promptly.
