@@ -1,5 +1,5 @@
 /**
- * Storage format 3 (schema.ts, protocol §16.8-16.5): the format check, and the streams row as a
+ * Storage format 3 (schema.ts, protocol §16.4-16.5): the format check, and the streams row as a
  * checkpoint that loading completes from the event rows after it. Over both test adapters.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
