@@ -1,6 +1,6 @@
 /**
  * One server per data folder: the engine keeps per-stream state in memory, so a second process on
- * the same files would answer from stale caches (protocol §16.8).
+ * the same files would answer from stale caches (protocol §16.3).
  *
  * The lock is a lock the kernel holds for us, not a file that names an owner: `rivulet.lock` is a
  * small SQLite file whose connection takes an exclusive lock and, in SQLite's exclusive locking
