@@ -28,6 +28,8 @@ Options:
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
                                default: generated once and stored in DATA/webhook-secret, see rivulet webhook-secret)
+  --shutdown-grace-ms N        on SIGTERM or SIGINT, how long requests in flight get to be answered before
+                               they are cut (RIVULET_SHUTDOWN_GRACE_MS, default 10000); a second signal cuts at once
   -h, --help                   show this help`;
 
 export const serveCommand: Command = {
@@ -52,6 +54,7 @@ export const serveCommand: Command = {
       'expression-memory-bytes': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
+      'shutdown-grace-ms': { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -71,7 +74,8 @@ export const serveCommand: Command = {
     const expressionTime = pick('expression-time-ms', 'RIVULET_EXPRESSION_TIME_MS') || undefined;
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
-    const { startNodeServer } = await import('@rivulet/server/node');
+    const { startNodeServer, DEFAULT_SHUTDOWN_GRACE_MS } = await import('@rivulet/server/node');
+    const shutdownGraceMs = intOption('--shutdown-grace-ms', pick('shutdown-grace-ms', 'RIVULET_SHUTDOWN_GRACE_MS'), DEFAULT_SHUTDOWN_GRACE_MS, 0);
     const server = await startNodeServer({
       port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
       host: pick('host', 'RIVULET_HOST') ?? Defaults.host,
@@ -96,6 +100,7 @@ export const serveCommand: Command = {
         Defaults.deliveryTimeoutMs,
         1,
       ),
+      shutdownGraceMs,
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
       ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
       ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),
@@ -103,16 +108,28 @@ export const serveCommand: Command = {
     io.out(
       `rivulet listening on ${server.url} (data ${server.dataDir}, durability ${durability}${tokensFile ? ', tokens' : ', open mode'})`,
     );
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        io.out('rivulet: shutting down');
-        void server.close().then(resolve);
+    // SIGTERM or SIGINT: drain, then exit (protocol §16.9); a second signal while draining exits at once.
+    const forced = await new Promise<boolean>((resolve) => {
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) {
+          io.out(`rivulet: ${signal} again: exiting without waiting for requests in flight`);
+          resolve(true);
+          return;
+        }
+        stopping = true;
+        io.out(`rivulet: ${signal}: shutting down (requests in flight get up to ${shutdownGraceMs} ms; ${signal} again to cut them)`);
+        const started = Date.now();
+        void server.close().then(() => {
+          io.out(`rivulet: stopped after ${Date.now() - started} ms`);
+          resolve(false);
+        });
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+    // Cut short: whatever is still open would keep the process alive.
+    if (forced) process.exit(1);
     return 0;
   },
 };

@@ -38,6 +38,8 @@ export interface AppOptions {
   operations?: readonly OpenApiOperation[];
   /** Answers false while starting or shutting down. */
   ready?(): boolean;
+  /** Aborted when the host shuts down: live SSE answers then end cleanly (protocol §16.9). */
+  stopping?: AbortSignal;
   /**
    * The web UI's built files (API.md §3 `GET /`): answers a file of the UI for a GET path, or null.
    * Hosts provide it (the Node host reads packages/ui/dist); without it `/` is NOT_FOUND.
@@ -130,7 +132,7 @@ export function createApp(options: AppOptions): Hono {
           service: options.service,
           maxBodyBytes,
           methods,
-          sse: { onOpen: () => metrics.sseReaders.inc(), onClose: () => metrics.sseReaders.dec() },
+          sse: { onOpen: () => metrics.sseReaders.inc(), onClose: () => metrics.sseReaders.dec(), stopping: options.stopping },
         });
       } else {
         await next();

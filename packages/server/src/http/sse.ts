@@ -10,18 +10,24 @@ import type { TailItem } from '../engine/tail.js';
 const encoder = new TextEncoder();
 const KEEPALIVE_MS = 15_000;
 
-export function sseResponse(
-  items: (signal: AbortSignal) => AsyncIterable<TailItem>,
-  hooks: { onOpen?(): void; onClose?(): void } = {},
-): Response {
+export interface SseHooks {
+  onOpen?(): void;
+  onClose?(): void;
+  /** Aborted when the server shuts down: the response then ends cleanly (protocol §16.9). */
+  stopping?: AbortSignal | undefined;
+}
+
+export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailItem>, hooks: SseHooks = {}): Response {
   const abort = new AbortController();
   let iterator: AsyncIterator<TailItem> | undefined;
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let closed = false;
+  let stop: (() => void) | undefined;
   const close = () => {
     if (closed) return;
     closed = true;
     if (keepalive) clearInterval(keepalive);
+    if (stop) hooks.stopping?.removeEventListener('abort', stop);
     abort.abort();
     void iterator?.return?.();
     hooks.onClose?.();
@@ -30,6 +36,15 @@ export function sseResponse(
     start(controller) {
       hooks.onOpen?.();
       iterator = items(abort.signal)[Symbol.asyncIterator]();
+      // A server going down ends the response like a finished one: the reader reconnects with
+      // Last-Event-ID to the next server and misses nothing.
+      stop = () => {
+        if (closed) return;
+        close();
+        controller.close();
+      };
+      if (hooks.stopping?.aborted) stop();
+      else hooks.stopping?.addEventListener('abort', stop, { once: true });
       controller.enqueue(encoder.encode(': rivulet tail\nretry: 1000\n\n'));
       keepalive = setInterval(() => {
         try {
@@ -40,8 +55,11 @@ export function sseResponse(
       }, KEEPALIVE_MS);
     },
     async pull(controller) {
+      if (closed) return;
       try {
         const next = await iterator!.next();
+        // Ended while waiting (the server stopping): the stream is closed already.
+        if (closed) return;
         if (next.done) {
           close();
           controller.close();
@@ -63,6 +81,7 @@ export function sseResponse(
         for (const e of item.events) text += `id: ${e.offset}\nevent: event\ndata: ${e.json}\n\n`;
         controller.enqueue(encoder.encode(text));
       } catch (error) {
+        if (closed) return;
         close();
         controller.error(error);
       }

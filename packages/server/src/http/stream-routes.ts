@@ -16,7 +16,7 @@ import type { ReadRawResult } from '../engine/actor.js';
 import type { StreamService } from '../engine/service.js';
 import type { Principal } from './auth.js';
 import { readJsonBody } from './body.js';
-import { sseResponse } from './sse.js';
+import { sseResponse, type SseHooks } from './sse.js';
 import type { StreamAddress } from './stream-url.js';
 import type { HeaderReader } from './request-headers.js';
 
@@ -41,7 +41,7 @@ export interface StreamRouteOptions {
   service: StreamService;
   maxBodyBytes: number;
   methods: ReadonlyMap<string, CustomMethod>;
-  sse?: { onOpen(): void; onClose(): void };
+  sse?: SseHooks;
 }
 
 export function json(body: unknown, status = 200): Response {

@@ -27,6 +27,7 @@ import { JSON_TYPE, type AppendReply } from '../../http/append-route.js';
 import type { HeaderReader } from '../../http/request-headers.js';
 import type { AnswerHeaders } from '../../http/request-hooks.js';
 import type { Counter, MetricsRegistry } from '../../engine/metrics.js';
+import { SETTLE_MS } from './drain.js';
 
 /** The append route's answerer (http/append-route.ts `AppendAnswerer`), as far as the front needs it. */
 export type FrontAnswerer = (
@@ -49,6 +50,12 @@ export interface Front {
   readonly connections: number;
   /** Connections handed to node:http so far. */
   readonly handedOver: number;
+  /**
+   * Shutdown (protocol §16.9): answers what each connection has begun, with `Connection: close`,
+   * closes connections as they fall idle (after a settle window for requests already buffered),
+   * and resolves once none is left or at `deadline` (performance.now() time).
+   */
+  drain(deadline: number): Promise<void>;
   /** Destroys every connection still read by the front (node:http's are closed by the server). */
   close(): void;
 }
@@ -253,6 +260,11 @@ class FrontConnection {
     if (rest) socket.unshift(rest);
   }
 
+  /** Ends the connection if no request has begun on it (shutdown; one that has is closed after its answer). */
+  closeIfIdle(): void {
+    if (!this.done && this.phase === 'idle' && this.buffered === 0) this.finish();
+  }
+
   /** Applies the server's time limits (called by the sweep). */
   expireIfDue(now: number): void {
     if (this.done) return;
@@ -332,6 +344,16 @@ export function attachFront(server: Server, options: FrontOptions): Front {
     },
     get handedOver() {
       return state.handedOver;
+    },
+    async drain(deadline) {
+      // From now on every answer carries Connection: close and ends its connection.
+      state.closing = true;
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(ms, deadline - performance.now()))));
+      await pause(SETTLE_MS);
+      while (state.connections.size > 0 && performance.now() < deadline) {
+        for (const connection of state.connections) connection.closeIfIdle();
+        if (state.connections.size > 0) await pause(10);
+      }
     },
     close() {
       state.closing = true;

@@ -31,7 +31,10 @@ function refuse(socket: Duplex, error: RivuletError): void {
 export interface RpcEndpoint {
   /** Open sessions. */
   readonly sessions: number;
+  /** Asks every session to close (a close frame, 1001 going away) and accepts no new one. */
   close(): void;
+  /** Cuts the sessions that are still open. */
+  terminate(): void;
 }
 
 export function attachRpc(
@@ -82,8 +85,11 @@ export function attachRpc(
       return open.size;
     },
     close() {
-      for (const ws of open) ws.terminate();
+      for (const ws of open) ws.close(1001, 'the server is shutting down');
       wss.close();
+    },
+    terminate() {
+      for (const ws of open) ws.terminate();
     },
   };
 }

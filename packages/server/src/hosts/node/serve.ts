@@ -34,6 +34,7 @@ import { processorWaker } from '../../rpc/processor-waker.js';
 import { nodeAssets } from './assets.js';
 import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
 import { attachFront } from './front.js';
+import { trackHttp } from './drain.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
 import { systemTimer } from '../../ports/timer.js';
 import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
@@ -66,7 +67,12 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   keepAliveTimeoutMs?: number;
   /** How long a request's head may take to arrive (node:http's `headersTimeout`, default 60 s). */
   headersTimeoutMs?: number;
+  /** How long `close()` waits for requests in flight to be answered before it cuts them (default 10 s; protocol §16.9). */
+  shutdownGraceMs?: number;
 }
+
+/** The default of `shutdownGraceMs` (`--shutdown-grace-ms`). */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
 /** packages/ui/dist beside this package (dist/hosts/node/serve.js → ../../../../ui/dist). */
 function defaultUiDir(): string {
@@ -180,6 +186,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.
   processors.onRegistered((projectId) => delivery.processorHostRegistered(projectId));
   let ready = false;
+  /** Aborted when close() begins: live SSE answers end cleanly. */
+  const stopping = new AbortController();
   // Every entrance (the app, the native append path, the front) reports to the same hooks.
   const hooks = composeRequestHooks([metricsHook(metrics)], logger);
   const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
@@ -191,6 +199,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     version: VERSION,
     ...(options.logger ? { logger: options.logger } : {}),
     ready: () => ready,
+    stopping: stopping.signal,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
     hooks,
   });
@@ -213,6 +222,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const server = createServer((incoming, outgoing) => {
     if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
+  // What node:http is answering, so that a shutdown answers it before it closes (drain.ts).
+  const http = trackHttp(server);
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   if (options.headersTimeoutMs !== undefined) server.headersTimeout = options.headersTimeoutMs;
   // Connections that only append are answered before node:http (front.ts).
@@ -256,11 +267,19 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     },
     front,
     close() {
+      // The shutdown sequence of protocol §16.9.
       closing ??= (async () => {
-        ready = false;
-        // Open live connections record their close while storage is still there (protocol §19.4).
+        const deadline = performance.now() + (options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+        ready = false; // /healthz answers 503 and RPC upgrades are refused from here on
+        http.stopListening();
+        stopping.abort(); // live SSE answers end; their readers reconnect to the next server
+        rpc.close(); // RPC sessions get a close frame (1001)
+        // Live connections and waits end now (waitForEvent answers at once) and record their close
+        // while storage is still there (protocol §19.4); then what is in flight is answered.
         await service.connections.closeAll('server-stopped');
-        rpc.close();
+        await Promise.all([front.drain(deadline), http.drain(deadline)]);
+        await service.connections.closeAll('server-stopped');
+        rpc.terminate();
         delivery.close();
         webhooks.close();
         purger.stop();

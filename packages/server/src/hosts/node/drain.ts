@@ -1,0 +1,69 @@
+/**
+ * Draining node:http before the Node host exits (protocol §16.9): every request node:http is
+ * answering is answered, with `Connection: close`, and every connection is closed only once it is
+ * idle, so a client never sees a reset on a request the server had already received.
+ *
+ * A request may already sit in a connection's socket buffer when the shutdown begins, not yet read:
+ * closing that connection at once would reset it. So idle connections are closed only after a short
+ * settle window, in which such requests are read, become requests in flight and are answered.
+ */
+import type { Server, ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
+
+/** How long buffered requests get to be read before idle connections close. */
+export const SETTLE_MS = 50;
+
+export interface HttpDrain {
+  /** Responses node:http has not finished. */
+  readonly inFlight: number;
+  /** Stops accepting connections (the listener closes; open connections stay). */
+  stopListening(): void;
+  /**
+   * Answers what is in flight with `Connection: close`, closes connections as they fall idle, and
+   * resolves once none is left or at `deadline` (performance.now() time), whichever comes first.
+   */
+  drain(deadline: number): Promise<void>;
+}
+
+export function trackHttp(server: Server): HttpDrain {
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  let changed: (() => void) | null = null;
+  // Before the request handler: a request that starts while draining is told at once.
+  server.prependListener('request', (_incoming, outgoing: ServerResponse) => {
+    inFlight.add(outgoing);
+    if (draining) outgoing.setHeader('connection', 'close');
+    outgoing.once('close', () => {
+      inFlight.delete(outgoing);
+      changed?.();
+    });
+  });
+  return {
+    get inFlight() {
+      return inFlight.size;
+    },
+    stopListening() {
+      // net's close: node:http's own close would also drop idle connections at once.
+      if (server.listening) NetServer.prototype.close.call(server);
+    },
+    async drain(deadline) {
+      draining = true;
+      for (const outgoing of inFlight) if (!outgoing.headersSent) outgoing.setHeader('connection', 'close');
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(SETTLE_MS, deadline - performance.now()))));
+      // Connections fall idle as their last answer goes out; close them as that happens.
+      while (performance.now() < deadline) {
+        server.closeIdleConnections();
+        if (inFlight.size === 0) break;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(1, Math.min(SETTLE_MS, deadline - performance.now())));
+          changed = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        changed = null;
+      }
+      server.closeIdleConnections();
+    },
+  };
+}
