@@ -1,5 +1,5 @@
 /**
- * Live connections and waitForEvent (API.md §3, §5; SEMANTICS §6; design page "connection"): the
+ * Live connections and waitForEvent (protocol §19): the
  * options of `openConnection`, the batch its callback receives, and the platform facts
  * `connection-opened` / `connection-closed` every open and close appends on the stream.
  */
@@ -9,7 +9,7 @@ import { Limits } from './limits.js';
 import type { CoreState } from './state.js';
 import { FilterSchema, type SubscriptionFilter, type WaitForEventBodySchema } from './subscriptions.js';
 
-/** Connection keys share one namespace with subscription keys on a stream (SEMANTICS §3). */
+/** Connection keys share one namespace with subscription keys on a stream (protocol §9.2, §19.2). */
 export const ConnectionKeySchema = z
   .string()
   .trim()
@@ -19,7 +19,7 @@ export const ConnectionKeySchema = z
 /** The most events one batch may carry when `maxDeliveryEvents` asks for more. */
 export const MAX_DELIVERY_EVENTS = 10_000;
 
-/** `openConnection` options without the callback (API.md §5). */
+/** `openConnection` options without the callback (protocol §19.1). */
 export const OpenConnectionOptionsSchema = z.strictObject({
   connectionKey: ConnectionKeySchema.optional(),
   replayAfterOffset: z
@@ -101,7 +101,7 @@ export interface ConnectionClosed {
   error?: string;
 }
 
-/** `:waitForEvent` (API.md §3): `{afterOffset?, eventTypes?, jsonataCondition?, timeoutMs}`. */
+/** `:waitForEvent` (protocol §19.7): `{afterOffset?, eventTypes?, jsonataCondition?, timeoutMs}`. */
 export type WaitForEventBody = z.infer<typeof WaitForEventBodySchema>;
 
 export interface WaitForEventResponse {

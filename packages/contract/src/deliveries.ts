@@ -1,5 +1,5 @@
 /**
- * What receivers get (API.md §5, §8; SEMANTICS §5.6, §5.7): the stamp every delivery carries, the
+ * What receivers get (protocol §17.1, §18.4): the stamp every delivery carries, the
  * itx-call batch and the webhook envelope. Shared by the server that sends them and the SDK that
  * receives them. Events carry the transform's type, payload and metadata; their coordinates (path,
  * offset, createdAt, idempotencyKey, source) stay the source's, so a receiver deduplicates by
@@ -35,13 +35,13 @@ export function pickDeliveryStamp(from: DeliveryStamp): DeliveryStamp {
   };
 }
 
-/** The batch an itx-call subscription hands a worker's method (SEMANTICS §5.7). */
+/** The batch an itx-call subscription hands a worker's method (protocol §18.4). */
 export interface ItxBatch extends DeliveryStamp {
   streamMaxOffset: number;
   events: CommittedEvent[];
 }
 
-/** The body of one webhook request (API.md §8). */
+/** The body of one webhook request (protocol §17.1). */
 export interface WebhookEnvelope extends DeliveryStamp {
   /** The subscription-configured event that configured this delivery run. */
   configuredEvent: CommittedEvent;

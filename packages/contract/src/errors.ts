@@ -1,6 +1,7 @@
 /**
- * Errors are data (ARCHITECTURE practice 6): a closed set of string codes, one error class, and
- * one code→status table used only at the HTTP edge. Nothing anywhere branches on message text.
+ * Errors are data (protocol §7; architecture.md, Practices): a closed set of string codes, one
+ * error class, and one code→status table used only at the HTTP edge. Nothing anywhere branches on
+ * message text.
  */
 
 export const ERROR_STATUS = {

@@ -1,5 +1,5 @@
 /**
- * The core event catalogue: exactly the names of the design page, under one namespace.
+ * The core event catalogue: exactly the names of protocol §3.4, under one namespace.
  * Types in this namespace are control events: they are never ephemeral, and a public caller may
  * append only the ones listed in PUBLIC_CONTROL_TYPES.
  */
@@ -40,7 +40,7 @@ export const PLATFORM_ONLY_TYPES: ReadonlySet<string> = new Set([
   EventType.connectionClosed,
 ]);
 
-/** Events a paused stream still accepts (SEMANTICS §9.5), besides platform facts. */
+/** Events a paused stream still accepts (protocol §4.5), besides platform facts. */
 export const ACCEPTED_WHILE_PAUSED: ReadonlySet<string> = new Set([
   EventType.resumed,
   EventType.subscriptionConfigured,
@@ -49,8 +49,8 @@ export const ACCEPTED_WHILE_PAUSED: ReadonlySet<string> = new Set([
   EventType.subscriptionDeliveryResumed,
 ]);
 
-/** Idempotency keys with this prefix are reserved for the platform (SEMANTICS §1.4, §9.4). */
+/** Idempotency keys with this prefix are reserved for the platform (protocol §4.2). */
 export const INTERNAL_IDEMPOTENCY_PREFIX = 'rivulet-internal/';
 
-/** Generated subscription keys (design page: "subscription:" + event.offset). */
+/** Generated subscription keys: "subscription:" + the configure event's offset (protocol §9.2). */
 export const GENERATED_KEY_PREFIX = 'subscription:';

@@ -1,5 +1,5 @@
 /**
- * Event shapes (API.md §2). The input schema validates public appends at the edges; committed
+ * Event shapes (protocol §3). The input schema validates public appends at the edges; committed
  * events are produced by the server and read back from storage it wrote, so they are typed, not
  * re-validated.
  */
@@ -126,7 +126,7 @@ export function plainEventBatch(value: readonly unknown[]): EventInput[] | undef
 /** One event, or an array of events appended atomically. */
 export const AppendBodySchema = z.union([EventInputSchema, EventBatchSchema]);
 
-/** One hop of provenance on a copied event (design page: "Copied event validation"). */
+/** One hop of provenance on a copied event (protocol §13.2). */
 export interface CopyHop {
   projectId: string | null;
   path: string;

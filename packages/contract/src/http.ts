@@ -1,6 +1,6 @@
 /**
- * Shapes of the HTTP interface (API.md §3). Query schemas take strings (URL parameters) and
- * produce typed values; the same schemas feed /v1/openapi.json.
+ * Shapes of the HTTP interface (protocol §4–§6, §14). Query schemas take strings (URL parameters)
+ * and produce typed values; the same schemas feed /v1/openapi.json.
  */
 import { z } from 'zod';
 import { Limits } from './limits.js';
@@ -59,7 +59,7 @@ export interface ListResponse {
   nextAfter?: string;
 }
 
-/** getEvents over RPC (API.md §5): the read query as a JSON object instead of URL parameters. */
+/** getEvents over RPC (protocol §18.2): the read query as a JSON object instead of URL parameters. */
 export const RpcReadOptionsSchema = z.strictObject({
   afterOffset: z.int().min(0).optional(),
   beforeOffset: z.int().min(1).optional(),
@@ -68,7 +68,7 @@ export const RpcReadOptionsSchema = z.strictObject({
   includeEphemeral: z.boolean().optional(),
 });
 
-/** A worker or processor name (API.md §5 `workers.register(name, target)`). */
+/** A worker or processor name (protocol §18.2 `workers.register(name, target)`). */
 export const CallableNameSchema = z
   .string()
   .min(1, 'a name must not be empty')

@@ -1,6 +1,6 @@
 /**
- * Fixed bounds of the protocol (SEMANTICS §3–4, API.md §2). Operator-tunable limits (event and
- * body bytes, retry ladder) are server configuration, not constants; their defaults live here.
+ * Fixed bounds of the protocol (protocol §1.1, §3, §9, §12, §13). Operator-tunable limits (event
+ * and body bytes, retry ladder) are server configuration, not constants; their defaults live here.
  */
 
 export const Limits = {

@@ -13,7 +13,7 @@ function rejects(raw: string, decode = false): RivuletError {
   throw new Error(`expected ${JSON.stringify(raw)} to be rejected`);
 }
 
-describe('canonicalizePath (SEMANTICS §9.3, S9)', () => {
+describe('canonicalizePath (protocol §2.3)', () => {
   it('canonicalises whitespace, missing slash and dot segments', () => {
     expect(canonicalizePath(' a/./b ')).toBe('/a/b');
     expect(canonicalizePath('/a/b/../c')).toBe('/a/c');

@@ -1,5 +1,5 @@
 /**
- * Canonical stream paths (API.md §3, SEMANTICS §9.3). Pure: shared by the server's edges and the
+ * Canonical stream paths (protocol §2.3, §2.4). Pure: shared by the server's edges and the
  * SDK so both agree on what a path means.
  *
  * Canonical form: a leading "/", segments joined by "/", no empty, "." or ".." segment. The root

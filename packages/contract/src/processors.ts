@@ -1,5 +1,5 @@
 /**
- * The hosted processor protocol (API.md §5, SEMANTICS §5.8; protocol §20): what a source stream
+ * The hosted processor protocol (protocol §20): what a source stream
  * sends a processor host when it wakes it, what the host answers, the one-event batches that
  * follow, and the result a host reports for each batch. Shared by the server that sends them and
  * the SDK that hosts processors.

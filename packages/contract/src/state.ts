@@ -1,6 +1,6 @@
 /**
- * Reduced core state (design page "Core reduced state", SEMANTICS §2) and runtime state
- * (design page "Runtime state", API.md §9). Core state is durable and replayable; runtime state
+ * Reduced core state (protocol §10) and runtime state
+ * (protocol §11). Core state is durable and replayable; runtime state
  * is mutable send progress and measurements, never a copy of configuration.
  */
 import type { EffectiveSubscriptionConfiguration } from './subscriptions.js';
@@ -41,7 +41,7 @@ export interface CoreState {
   createdAt: string;
   /** Durable (non-ephemeral) events folded so far. */
   eventCount: number;
-  /** Highest durable offset folded; ephemeral offsets are never folded (SEMANTICS §1.5). */
+  /** Highest durable offset folded; ephemeral offsets are never folded (protocol §4.4, §10.1). */
   maxOffset: number;
   paused: boolean;
   pauseReason: string | null;

@@ -1,6 +1,5 @@
 /**
- * Subscription control events and commands, exactly as the design page defines them
- * (spec/000: "The configuration event", "Removal", "Matching-event delivery events").
+ * Subscription control events and commands, exactly as protocol §9 and §14 define them.
  * The action union forbids invalid combinations structurally: processor-wake carries neither a
  * start nor a transform, copy-to-stream never skips.
  */
@@ -29,7 +28,7 @@ export const FilterSchema = z.strictObject({
 });
 export type SubscriptionFilter = z.infer<typeof FilterSchema>;
 
-/** One ITX step: a string reads a property, [method, ...jsonArgs] calls a method (API.md §5). */
+/** One ITX step: a string reads a property, [method, ...jsonArgs] calls a method (protocol §18.3). */
 export const ItxStepSchema = z.union([
   z.string().min(1).max(256),
   z.tuple([z.string().min(1).max(256)], z.unknown()),
@@ -142,7 +141,7 @@ export const ErrorOccurredPayloadSchema = z.looseObject({
   message: z.string().min(1).max(Limits.errorTextMax * 4),
 });
 
-// ---- commands (API.md §3 custom methods) ----
+// ---- commands (protocol §14 custom methods) ----
 
 export const SubscribeToEventsFromBodySchema = z.strictObject({
   sourceStreamPath: z.string().min(1).max(Limits.pathMaxLength * 3),
