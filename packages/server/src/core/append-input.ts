@@ -1,7 +1,7 @@
 /**
- * Stateless checks of one append input, before any state is read: authority (design page
- * "Authority boundaries", API.md §3), the reserved idempotency prefix (SEMANTICS §1.4, §9.4), the
- * core namespace (control events are never ephemeral, §1.5) and control payload shapes.
+ * Stateless checks of one append input, before any state is read: authority (protocol §3.5), the
+ * reserved idempotency prefix (§4.2), the core namespace (control events are never ephemeral,
+ * §3.4) and control payload shapes.
  */
 import {
 
@@ -65,7 +65,7 @@ export function checkInput(input: EventInput, authority: Authority, index = 0): 
     const schema = controlPayloadSchemas[input.type];
     if (schema && authority === 'public') {
       const parsed = parseOrThrow(schema as z.ZodType, input.payload ?? {}, `${where}.payload`) as JsonObject;
-      // An omitted payload stays omitted (SEMANTICS §9.9) unless its schema fills in a default.
+      // An omitted payload stays omitted (protocol §3.1) unless its schema fills in a default.
       if (input.payload !== undefined || Object.keys(parsed).length > 0) out.payload = parsed;
     } else if (input.payload !== undefined) out.payload = input.payload;
   } else if (input.payload !== undefined) out.payload = input.payload;

@@ -1,6 +1,6 @@
 /**
- * Key-order-independent JSON, for comparing bodies (idempotent repeats, SEMANTICS §1.4; identical
- * configurations, §9.8). Two values are "JSON-equal" when their canonical texts are equal.
+ * Key-order-independent JSON, for comparing bodies (idempotent repeats, protocol §4.2; identical
+ * configurations, §14.1). Two values are "JSON-equal" when their canonical texts are equal.
  */
 
 export function canonicalJson(value: unknown): string {

@@ -1,4 +1,4 @@
-/** Payload schemas of the control events a public caller may append (design page). */
+/** Payload schemas of the control events a public caller may append (protocol §3.4, §9). */
 import {
   ErrorOccurredPayloadSchema,
   EventType,

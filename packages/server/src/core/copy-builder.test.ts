@@ -1,7 +1,6 @@
 /**
- * The receiving side of copy-to-stream (design page "Stamps and the passive inbound fence",
- * "Copied event validation"; SEMANTICS §5.5, §9.2): batch validation, the stamp fence, and the
- * copies' provenance, idempotency identity, cycle/hop guard and drop audit.
+ * The receiving side of copy-to-stream (protocol §13.1–§13.4): batch validation, the stamp fence,
+ * and the copies' provenance, idempotency identity, cycle/hop guard and drop audit.
  */
 import { EventType, Limits, RivuletError, type CopyHop, type CoreState, type ErrorCode, type InboundRecord } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';

@@ -1,9 +1,9 @@
 /**
- * The receiving side of copy-to-stream (design page "Copied event validation"; SEMANTICS §5.5,
- * §9.2), as pure functions: validate a batch, judge its stamp against the passive fence, and build
- * the appends — one copy per event with its new provenance hop and per-run idempotency identity,
- * stamped after the transform so that a transform can forge neither, or a drop (cycle, hop limit)
- * with one idempotent audit line per batch.
+ * The receiving side of copy-to-stream (protocol §13.1–§13.4), as pure functions: validate a batch,
+ * judge its stamp against the passive fence, and build the appends — one copy per event with its
+ * new provenance hop and per-run idempotency identity, stamped after the transform so that a
+ * transform can forge neither, or a drop (cycle, hop limit) with one idempotent audit line per
+ * batch.
  */
 import {
   EventType,
@@ -121,8 +121,8 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
 function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {
   const cycles = dropped.filter((d) => d.reason === 'cycle').length;
   const hopLimits = dropped.length - cycles;
-  // One reason is pinned (SEMANTICS §9.2); a batch with both names the cycle there, and says how
-  // many of each in the message and in `reasons` (an addition), so nothing is hidden.
+  // The audit has one `reason` (protocol §13.4); a batch with both names the cycle there, and says
+  // how many of each in the message and in `reasons`, so nothing is hidden.
   const reason = cycles > 0 ? 'cycle' : 'hop-limit';
   const firstOffset = dropped[0]!.offset;
   const lastOffset = dropped[dropped.length - 1]!.offset;

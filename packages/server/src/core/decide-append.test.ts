@@ -152,7 +152,7 @@ describe('decideAppend: offsets', () => {
   });
 });
 
-describe('decideAppend: idempotency (SEMANTICS §1.4)', () => {
+describe('decideAppend: idempotency (protocol §4.2)', () => {
   it('a repeat with the same body answers the stored event and writes nothing', () => {
     const s = new Stream();
     const [first] = s.append([{ type: 'app/x', payload: { a: 1, b: { c: 2, d: 3 } }, metadata: { m: 1 }, idempotencyKey: 'k' }]);
@@ -219,7 +219,7 @@ describe('decideAppend: idempotency (SEMANTICS §1.4)', () => {
   it('a platform identity key names one source fact: its repeat answers the stored event whatever the body', () => {
     const s = new Stream();
     const [stored] = s.append([x(1, { idempotencyKey: 'rivulet-internal/copy:1' })], 'platform');
-    // A transform may have produced another body on redelivery (SEMANTICS §8).
+    // A transform may have produced another body on redelivery (protocol §13.2).
     expect(s.append([x(2, { idempotencyKey: 'rivulet-internal/copy:1' })], 'platform')).toEqual([stored]);
     // Only platform-authored internal keys get this: other keys, or the same key from a public caller, conflict.
     s.append([x(1, { idempotencyKey: 'plain' })], 'platform');
@@ -234,7 +234,7 @@ describe('decideAppend: idempotency (SEMANTICS §1.4)', () => {
   });
 });
 
-describe('decideAppend: paused streams (SEMANTICS §1.6, §9.5)', () => {
+describe('decideAppend: paused streams (protocol §4.5)', () => {
   function pausedStream(reason?: string): Stream {
     const s = new Stream();
     s.append([x(0), paused(reason)]);
@@ -331,7 +331,7 @@ describe('decideAppend: event size limit', () => {
   });
 });
 
-describe('decideAppend: core state byte limit (SEMANTICS §2.5)', () => {
+describe('decideAppend: core state byte limit (protocol §4.6)', () => {
   /** The state bytes after pausing the stream with `reason`. */
   function bytesAfterPause(reason: string): number {
     const s = new Stream();

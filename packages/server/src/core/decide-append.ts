@@ -1,5 +1,5 @@
 /**
- * Decide one atomic append (SEMANTICS §1.3–1.5, §2.5, §9.5): given the current state and the
+ * Decide one atomic append (protocol §4.1–§4.6): given the current state and the
  * checked inputs, assign offsets, fold, and answer the events to commit — or throw a typed
  * rejection, in which case nothing is written. Pure apart from the injected lookups.
  *
@@ -145,7 +145,7 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
       const stored = inBatch?.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
       if (stored) {
         // A platform identity (copy, audit) names one source fact of one run: its repeat is the stored
-        // event even if a transform produced a different body (SEMANTICS §8, "now()" in a transform).
+        // event even if a transform produced a different body ("$now()" in a transform, protocol §13.2).
         const platformIdentity = env.authority === 'platform' && input.idempotencyKey.startsWith(INTERNAL_IDEMPOTENCY_PREFIX);
         if (!platformIdentity && bodyOf(stored) !== bodyOf(input)) {
           throw new RivuletError(
@@ -194,7 +194,7 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
   const finalState = state;
   if (fresh.length === 0) return { results, fresh, state: finalState, stateJson: null, stateBytes: env.stateBytes, head };
   // The common append changes only the counters: its size follows from their digits, and the state
-  // text need not be serialised at all. Anything else is serialised and measured (SEMANTICS §2.5).
+  // text need not be serialised at all. Anything else is serialised and measured (protocol §4.6).
   let stateJson: string | null = null;
   let bytes: number;
   if (env.state !== null && countersOnly(env.state, finalState)) {

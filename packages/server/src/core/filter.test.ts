@@ -1,8 +1,8 @@
 /**
- * Filters and transforms of delivery (design page "The configuration event"; SEMANTICS §5.2, §5.5,
- * §9.1): event types, JSONata conditions (a throw is an ordered failure, never a pass), what copy
- * delivery excludes, and transforms shaping {type?, payload?, metadata?} with omitted fields
- * copied verbatim and anything else refused.
+ * Filters and transforms of delivery (protocol §12.3, §13.2, §13.5): event types, JSONata
+ * conditions (a throw is an ordered failure, never a pass), what copy delivery excludes, and
+ * transforms shaping {type?, payload?, metadata?} with omitted fields copied verbatim and anything
+ * else refused.
  */
 import { EventType, Limits, type CommittedEvent } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
@@ -75,7 +75,7 @@ describe('excludedFromCopy', () => {
     expect(excludedFromCopy(event({ type: EventType.errorOccurred, idempotencyKey: `${DROP_AUDIT_PREFIX}["/a","k"]` }))).toBe(true);
   });
 
-  it('copies everything else, including other error-occurred lines and subscription facts (§9.1)', () => {
+  it('copies everything else, including other error-occurred lines and subscription facts (protocol §13.5)', () => {
     expect(excludedFromCopy(event({ type: EventType.errorOccurred }))).toBe(false);
     expect(excludedFromCopy(event({ type: EventType.errorOccurred, idempotencyKey: 'rivulet-internal/skip:["k",2,5]' }))).toBe(false);
     expect(excludedFromCopy(event({ type: 'app/x', idempotencyKey: `${DROP_AUDIT_PREFIX}x` }))).toBe(false);

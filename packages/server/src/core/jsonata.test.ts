@@ -1,7 +1,7 @@
 /**
- * JSONata helpers (SEMANTICS §8): truthiness as $boolean() defines it, the compile cache, JSONata's
- * plain-object errors wrapped in real Errors with their position, and results copied to plain JSON
- * (JSONata builds null-prototype objects and tagged sequences).
+ * JSONata helpers (protocol §9.3, §12.3): truthiness as $boolean() defines it, the compile cache,
+ * JSONata's plain-object errors wrapped in real Errors with their position, and results copied to
+ * plain JSON (JSONata builds null-prototype objects and tagged sequences).
  */
 import { RivuletError } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';

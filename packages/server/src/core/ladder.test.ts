@@ -1,5 +1,5 @@
 /**
- * The retry ladder (SEMANTICS §4, §5.4): backoff with injected jitter, the halt at the attempt
+ * The retry ladder (protocol §12.4–§12.6): backoff with injected jitter, the halt at the attempt
  * limit, fatal errors, and the skip policy's confirmations (never counted for unavailable
  * receivers or multi-event batches) with its skips-without-success bound.
  */

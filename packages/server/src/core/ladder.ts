@@ -1,6 +1,6 @@
 /**
- * The retry ladder as a pure state machine (ARCHITECTURE practice 8; SEMANTICS §4, §5.4):
- * (row, outcome, now, random) → next action. Nothing here reads a clock or a random source itself.
+ * The retry ladder as a pure state machine (protocol §12.4–§12.6): (row, outcome, now, random) →
+ * next action. Nothing here reads a clock or a random source itself, so the schedule is testable.
  *
  * - Every failure of any kind counts one attempt; the attempt limit halts.
  * - An error marked non-retryable halts at once.

@@ -1,6 +1,6 @@
 /**
- * Outbound webhook protection (API.md §8): loopback, private, link-local, unspecified and metadata
- * addresses in every notation the WHATWG URL parser accepts (it normalises them before
+ * Outbound webhook protection (protocol §9.3, §17.4): loopback, private, link-local, unspecified
+ * and metadata addresses in every notation the WHATWG URL parser accepts (it normalises them before
  * isPrivateHost sees them), and resolved addresses as DNS answers them.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,8 +1,8 @@
 /**
- * Outbound protection for webhooks (API.md §8): which hosts are loopback, private, link-local,
- * unspecified or metadata addresses. Host names are normalised by the WHATWG URL parser first, so
- * every IPv4 notation (127.1, 2130706433, 0x7f.1, 0177.0.0.1) arrives here as dotted decimal and
- * IPv6 arrives compressed in brackets.
+ * Outbound protection for webhooks (protocol §9.3, §17.4): which hosts are loopback, private,
+ * link-local, unspecified or metadata addresses. Host names are normalised by the WHATWG URL parser
+ * first, so every IPv4 notation (127.1, 2130706433, 0x7f.1, 0177.0.0.1) arrives here as dotted
+ * decimal and IPv6 arrives compressed in brackets.
  */
 
 const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data']);

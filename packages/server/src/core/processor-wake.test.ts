@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { judgeReport, judgeWakeAnswer } from './processor-wake.js';
 
-describe('judgeWakeAnswer (SEMANTICS §5.8)', () => {
+describe('judgeWakeAnswer (protocol §20.3)', () => {
   const expected = { streamId: 's-1', head: 10 };
 
   it('accepts this lifetime, a checkpoint from 0 to the head, and a callable', () => {

@@ -1,5 +1,5 @@
 /**
- * Judging what a hosted processor answers (SEMANTICS §5.8; protocol §20), as pure functions:
+ * Judging what a hosted processor answers (protocol §20.3–§20.5), as pure functions:
  *
  * - the wake answer `{streamId, checkpointOffset, processEventBatch}` must name this stream's
  *   lifetime, carry a checkpoint 0 ≤ checkpoint ≤ head, and a callable; anything else is a failing

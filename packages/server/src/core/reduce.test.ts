@@ -283,7 +283,7 @@ describe('reduce: outbound subscriptions', () => {
   });
 });
 
-describe('reduce: inbound fence records (SEMANTICS §2.3, §5.5)', () => {
+describe('reduce: inbound fence records (protocol §10.3, §13.1)', () => {
   const record = (state: CoreState, path = '/src', key = 'k') => state.subscriptions.inbound.bySourcePath[path]?.[key];
 
   it('the first copied event creates the record from its last hop', () => {

@@ -1,11 +1,11 @@
 /**
- * The core reducer: a pure (state, event) → state fold (ARCHITECTURE practice 1). Time comes from
- * event.createdAt, never a clock, so replaying the log rebuilds the state exactly (SEMANTICS §1.7).
+ * The core reducer: a pure (state, event) → state fold. Time comes from event.createdAt, never a
+ * clock, so replaying the log rebuilds the state exactly (protocol §10.1).
  *
- * - Ephemeral events are never folded (§1.5); callers do not pass them.
+ * - Ephemeral events are never folded (§4.4); callers do not pass them.
  * - A copied event (one carrying source.copiedFrom) is data: it changes nothing but the inbound
- *   fence record of its last hop (§2.3, §2.4), even when its type is a stream/* control type.
- * - Subscription reducers ignore unknown keys (§2.1); commands reject them before appending.
+ *   fence record of its last hop (§3.5, §10.3), even when its type is a stream/* control type.
+ * - Subscription reducers ignore unknown keys (§9.8); commands reject them before appending.
  * - Branches that change are copied; the rest is shared with the previous state.
  */
 import {
@@ -99,7 +99,7 @@ function rebuilt(state: CoreState, eventCount: number, maxOffset: number, subscr
   };
 }
 
-/** The effective key of a configure event (design page "How subscription keys behave"). */
+/** The effective key of a configure event (protocol §9.2). */
 export function effectiveKey(payload: { subscriptionKey?: string | undefined }, offset: number): string {
   return payload.subscriptionKey ?? `${GENERATED_KEY_PREFIX}${offset}`;
 }
@@ -157,7 +157,7 @@ function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreSt
   return rebuilt(state, state.eventCount, state.maxOffset, { inbound: { bySourcePath: nextBySourcePath }, outbound: state.subscriptions.outbound });
 }
 
-/** At most Limits.inboundRecordsMax records per receiver; the least recently received goes (SEMANTICS §3). */
+/** At most Limits.inboundRecordsMax records per receiver; the least recently received goes (protocol §10.3). */
 function evictOldestInbound(
   bySourcePath: Record<string, Record<string, InboundRecord>>,
   keepPath: string,

@@ -1,5 +1,5 @@
 /**
- * Runtime rows repaired from core state (design page "Runtime state"; SEMANTICS §5.1, §9.10):
+ * Runtime rows repaired from core state (protocol §11, §12.1, §9.7):
  * new rows start at their start position, a new configuration or a newer cursor-set starts a new
  * run with a fresh ladder, a halt parks the row, a resume restarts the ladder from the cursor, and
  * nothing else changes the row (the same object is answered).

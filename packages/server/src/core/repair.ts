@@ -1,5 +1,5 @@
 /**
- * Runtime rows repaired from core state (design page "Runtime state"; SEMANTICS §5.1). Core state
+ * Runtime rows repaired from core state (protocol §11, §12.1). Core state
  * holds durable intent (configuration, cursor-set, halt); a row holds the applied cursor and the
  * ladder. This pure function answers the row an entry should have, given the row it has: a new run
  * (new configuration, or a cursor-set newer than the row) starts from its start position with a

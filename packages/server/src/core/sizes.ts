@@ -1,4 +1,4 @@
-/** Byte measures of JSON text (limits are in UTF-8 bytes, API.md §2, SEMANTICS §2.5). */
+/** Byte measures of JSON text (limits are in UTF-8 bytes, protocol §1.1, §3.3, §4.6). */
 
 const NON_ASCII = /[^\x00-\x7f]/;
 

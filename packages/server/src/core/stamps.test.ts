@@ -19,7 +19,7 @@ const arbStamp = fc.record({
 
 const sign = (n: number): number => (n > 0 ? 1 : n < 0 ? -1 : 0);
 
-describe('compareStamps (SEMANTICS §1.2, §5.5)', () => {
+describe('compareStamps (protocol §2.2, §13.1)', () => {
   it('orders by lifetime creation time first, whatever the rest', () => {
     expect(compareStamps(stamp(T1, 'z', 100), stamp(T2, 'a', 0))).toBeLessThan(0);
     expect(compareStamps(stamp(T2, 'a', 0), stamp(T1, 'z', 100))).toBeGreaterThan(0);

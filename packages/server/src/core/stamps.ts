@@ -1,6 +1,6 @@
 /**
- * Delivery stamps (design page "Stamps and the passive inbound fence", SEMANTICS §5.5).
- * A stamp names one source lifetime (streamCreatedAt, then streamId as a tie-break, §1.2) and one
+ * Delivery stamps (protocol §13.1).
+ * A stamp names one source lifetime (streamCreatedAt, then streamId as a tie-break, §2.2) and one
  * config generation of it (cursorChangedAtSourceOffset). Stamps are totally ordered.
  */
 

@@ -1,4 +1,4 @@
-/** The shape of a fresh stream's core state (SEMANTICS §2). */
+/** The shape of a fresh stream's core state (protocol §10). */
 import type { CoreState } from '@rivulet/contract';
 
 export function initialState(args: {

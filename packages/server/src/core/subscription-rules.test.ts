@@ -1,7 +1,6 @@
 /**
- * Stateful rules of the subscription control events (design page "How subscription keys behave",
- * "Bounds"; SEMANTICS §3, §9.7; API.md §4, §5, §8): every rejection with its code and message,
- * judged before anything is committed.
+ * Stateful rules of the subscription control events (protocol §9.2, §9.3, §9.5, §9.8, §19.2): every
+ * rejection with its code and message, judged before anything is committed.
  */
 import {
   EventType,

@@ -36,7 +36,7 @@ const stamp: WebhookStamp = {
 };
 
 describe('webhookEnvelope', () => {
-  it('carries exactly the fields of API.md §8, in that order', async () => {
+  it('carries exactly the fields of protocol §17.1, in that order', async () => {
     const envelope = webhookEnvelope(stamp, configured, source, await shapeEvent(undefined, source, budget));
     expect(Object.keys(envelope)).toEqual([
       'projectId',

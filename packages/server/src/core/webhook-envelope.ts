@@ -1,5 +1,5 @@
 /**
- * The body of one webhook request (API.md §8, SEMANTICS §5.6, protocol §17.1): the run's stamp,
+ * The body of one webhook request (protocol §17.1): the run's stamp,
  * the delivery's identity and attempt, the subscription-configured event that configured the run,
  * and one committed event. A transform shapes only the event's type, payload and metadata; its
  * coordinates (path, offset, createdAt, idempotencyKey, source) stay the source's, so a receiver

@@ -1,5 +1,5 @@
 /**
- * Standard Webhooks signatures (API.md §7, §8; protocol §17.2, §17.5): the secret has the form
+ * Standard Webhooks signatures (protocol §17.2, §17.5): the secret has the form
  * `whsec_<base64 key>`, and `webhook-signature` is `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
  * under that key. HMAC comes from WebCrypto (`crypto.subtle`), global on Node 20 and in Workers,
  * so this stays host-free. Deterministic: the same key, id, timestamp and body sign the same way.
