@@ -1,5 +1,5 @@
 /**
- * Live connections and waitForEvent over RPC (API.md §5, protocol §19): `stream.openConnection(
+ * Live connections and waitForEvent over RPC (protocol §19): `stream.openConnection(
  * {...options, processEventBatch})` keeps the caller's callback — a capnweb function stub, which
  * this module duplicates to hold it past the call and disposes when the connection closes — and
  * answers a handle `{connectionKey, streamMaxOffset, close(), whenClosed()}`. Ending the RPC

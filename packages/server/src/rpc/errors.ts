@@ -1,9 +1,9 @@
 /**
- * Errors leaving an RPC session (API.md §4, the same rule as the HTTP edge): a RivuletError crosses
- * as an Error carrying its `code` and `details` — never its stack or its cause; an error a worker
- * raised on purpose (one carrying `retryable` or `unavailable`) crosses with its message and those
- * flags; calling a method that does not exist is the caller's mistake (INVALID_INPUT); anything
- * else is logged and replaced by an INTERNAL error that says nothing internal.
+ * Errors leaving an RPC session (protocol §18.2, the same rule as the HTTP edge): a RivuletError
+ * crosses as an Error carrying its `code` and `details` — never its stack or its cause; an error a
+ * worker raised on purpose (one carrying `retryable` or `unavailable`) crosses with its message and
+ * those flags; calling a method that does not exist is the caller's mistake (INVALID_INPUT);
+ * anything else is logged and replaced by an INTERNAL error that says nothing internal.
  */
 import { RivuletError } from '@rivulet/contract';
 import type { ErrorLogger } from '../http/errors.js';

@@ -1,5 +1,5 @@
 /**
- * The ITX root of an RPC session (API.md §5): `streams.get(path)` with the stream methods,
+ * The ITX root of an RPC session (protocol §18.2): `streams.get(path)` with the stream methods,
  * `workers.register(name, target)` / `workers.get(name)`. Everything is scoped to one project, the
  * caller's (or, for deliveries, the source stream's): nothing here can reach another project.
  * Arguments arrive from an untrusted peer and are validated with the same schemas as HTTP bodies.
@@ -109,12 +109,12 @@ export class StreamApi extends RpcTarget {
     return this.#scope.deps.service.setSubscriptionCursorAndResume(this.#scope.projectId, this.#path, b);
   }
 
-  /** A live connection (API.md §5, protocol §19): `options.processEventBatch` is called with each batch. */
+  /** A live connection (protocol §19): `options.processEventBatch` is called with each batch. */
   openConnection(options: unknown): Promise<LiveConnectionHandle> {
     return openRpcConnection(this.#connectionContext(), options);
   }
 
-  /** The first matching event after `afterOffset`, or live (API.md §3); TIMEOUT after `timeoutMs`. */
+  /** The first matching event after `afterOffset`, or live (protocol §19.7); TIMEOUT after `timeoutMs`. */
   waitForEvent(body: unknown) {
     return rpcWaitForEvent(this.#connectionContext(), body);
   }
@@ -228,7 +228,7 @@ export class ItxRoot extends RpcTarget {
     return new CallablesApi(this.#scope, this.#scope.deps.workers);
   }
 
-  /** `processors.register(name, host)` / `processors.get(name)`: processor hosts (API.md §5, protocol §20). */
+  /** `processors.register(name, host)` / `processors.get(name)`: processor hosts (protocol §20.1). */
   get processors(): CallablesApi {
     const registry = this.#scope.deps.processors;
     if (!registry) throw new RivuletError('UNAVAILABLE', 'this server hosts no processors');

@@ -1,6 +1,7 @@
 /**
- * What ends with an RPC session (API.md §5): live connections and pending waits register here,
- * and the session's close runs them. Host-agnostic; one instance per server, in the ITX deps.
+ * What ends with an RPC session (protocol §18.2, §19.4): live connections and pending waits
+ * register here, and the session's close runs them. Host-agnostic; one instance per server, in the
+ * ITX deps.
  */
 export class SessionClosers {
   private readonly bySession = new Map<string, Set<() => void>>();

@@ -1,6 +1,6 @@
 /**
- * One RPC session over an open WebSocket (API.md §5): Cap'n Web with the caller's ITX root as the
- * main object. The host authenticates the upgrade and hands over the socket; everything the
+ * One RPC session over an open WebSocket (protocol §18.1): Cap'n Web with the caller's ITX root as
+ * the main object. The host authenticates the upgrade and hands over the socket; everything the
  * session registered ends with it. Host-agnostic: any WebSocket with addEventListener works (the
  * `ws` package on Node, the Workers WebSocket on Cloudflare).
  */

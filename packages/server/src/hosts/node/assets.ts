@@ -1,5 +1,5 @@
 /**
- * Serving the web UI's built files in the Node host (API.md §3 `GET /`). The UI is built into
+ * Serving the web UI's built files in the Node host (protocol §15.4). The UI is built into
  * packages/ui/dist by `npm run build`; "/" and any path without a file extension answer
  * index.html (the UI routes on the client), other paths answer the file or nothing. Paths never
  * leave the folder.

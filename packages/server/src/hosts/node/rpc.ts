@@ -1,8 +1,8 @@
 /**
  * The RPC endpoint in the Node host: WebSocket upgrades of `/v1/rpc` (the `ws` package), each
- * authenticated like HTTP before the upgrade completes (API.md §6: `Authorization: Bearer` or, for
- * browsers that cannot set headers, `?token=`; `X-Project-Id` or `?project=`), then handed to the
- * host-agnostic session of rpc/session.ts. A refused upgrade answers the JSON error shape.
+ * authenticated like HTTP before the upgrade completes (protocol §18.1: `Authorization: Bearer` or,
+ * for browsers that cannot set headers, `?token=`; `X-Project-Id` or `?project=`), then handed to
+ * the host-agnostic session of rpc/session.ts. A refused upgrade answers the JSON error shape.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -1,5 +1,5 @@
 /**
- * The webhook secret of a Node server (API.md §7; protocol §17.5): `--webhook-secret` /
+ * The webhook secret of a Node server (protocol §16.1, §17.5): `--webhook-secret` /
  * RIVULET_WEBHOOK_SECRET when given (validated, never written anywhere), else the one stored in
  * `<data>/webhook-secret`, generated on first start as `whsec_` + base64 of 32 random bytes and
  * written with mode 0600. Creation is exclusive (`wx`), so two starts racing on a new folder end

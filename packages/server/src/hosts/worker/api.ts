@@ -1,14 +1,13 @@
 /**
  * The Durable Object RPC surface of the Worker host, as the callers see it through a namespace
  * binding: one stream object per (project, path), one index and one RPC hub per project. Every
- * method answers a Wire (worker-wire.ts) so that error codes survive the boundary. Every method of
+ * method answers a Wire (wire.ts) so that error codes survive the boundary. Every method of
  * a stream object names the stream it is for, and the object refuses a name that is not its own.
  *
  * Trust: these methods are reachable only through the bindings of this deployment, never from
  * the Internet. The Worker entry calls the public methods after authenticating the caller and
  * applies public authority inside them; `receiveCopies` is called by stream objects' delivery
- * only — the trusted-sender rule of the design page ("only trusted stream delivery may append
- * source.copiedFrom").
+ * only: no public caller may append an event carrying source.copiedFrom (protocol §3.5).
  */
 import type {
   CommittedEvent,
