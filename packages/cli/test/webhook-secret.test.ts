@@ -1,6 +1,6 @@
 /**
- * `rivulet webhook-secret` (API.md §7): prints the secret the server generated in its data folder,
- * honours RIVULET_WEBHOOK_SECRET as serve does, and never generates one itself.
+ * `rivulet webhook-secret` (protocol §17.5): prints the secret the server generated in its data
+ * folder, honours RIVULET_WEBHOOK_SECRET as serve does, and never generates one itself.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-/** `rivulet append`: commit one event, or a file's array of events atomically (API.md §2, §3). */
+/** `rivulet append`: commit one event, or a file's array of events atomically (protocol §3, §4). */
 import type { AppendEvent } from '@rivulet/client';
 import { parse, UsageError, type Command } from '../command.js';
 import { eventLines } from './format.js';

@@ -1,5 +1,5 @@
 /**
- * `rivulet destroy`: erase a stream and every event of it (API.md §3 DELETE). Irreversible, so it
+ * `rivulet destroy`: erase a stream and every event of it (protocol §6.3). Irreversible, so it
  * asks for --yes every time rather than guessing whether someone is there to answer a prompt.
  */
 import { parse, UsageError, type Command } from '../command.js';

@@ -1,4 +1,4 @@
-/** `rivulet ls`: the streams below a prefix, every page of them (API.md §3 GET /v1/streams). */
+/** `rivulet ls`: the streams below a prefix, every page of them (protocol §6.1). */
 import type { StreamListEntry } from '@rivulet/client';
 import { parse, type Command } from '../command.js';
 import { table } from './format.js';

@@ -1,6 +1,6 @@
 /**
  * `rivulet read`: one page of committed events, with --all every page up to the head, or with
- * --last N the last N (API.md §3 GET /v1/streams/{path}; the SDK's latest). Human output streams page by page; --json prints one
+ * --last N the last N (protocol §5.1; the SDK's latest). Human output streams page by page; --json prints one
  * document shaped like the HTTP answer (with --all: every event, the head of the last page).
  */
 import { LATEST_MAX, type ReadOptions, type ReadResponse } from '@rivulet/client';

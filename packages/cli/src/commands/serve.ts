@@ -1,4 +1,4 @@
-/** `rivulet serve`: start the server on embedded SQLite (API.md §1, §7). */
+/** `rivulet serve`: start the server on embedded SQLite (protocol §16.1). */
 import { Defaults } from '@rivulet/contract';
 import { boolOption, intOption, parse, UsageError, type Command } from '../command.js';
 

@@ -1,4 +1,4 @@
-/** `rivulet state`: the reduced core state and runtime state of a stream (API.md §3 `:state`). */
+/** `rivulet state`: the reduced core state and runtime state of a stream (protocol §6.2). */
 import { parse, type Command } from '../command.js';
 import { stateText } from './format.js';
 import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, type RemoteIO } from './remote.js';

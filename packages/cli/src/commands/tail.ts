@@ -1,6 +1,6 @@
 /**
  * `rivulet tail`: durable replay, then live events, until Ctrl-C or until the stream is destroyed
- * (API.md §3 `?live=sse`). The SDK reconnects after a dropped connection without repeating or
+ * (protocol §5.2). The SDK reconnects after a dropped connection without repeating or
  * skipping an event; this command only says so on stderr. --json prints one event per line.
  */
 import { intOption, parse, type Command } from '../command.js';

@@ -1,6 +1,6 @@
 /**
- * `rivulet webhook-secret`: print the secret webhooks are signed with (API.md §7), so a receiver
- * can verify them. It reads what `rivulet serve` would use with the same environment —
+ * `rivulet webhook-secret`: print the secret webhooks are signed with (protocol §17.5), so a
+ * receiver can verify them. It reads what `rivulet serve` would use with the same environment —
  * RIVULET_WEBHOOK_SECRET when set, else DATA/webhook-secret — and never creates one: a folder no
  * server has started on yet has no secret, which is said plainly (exit 1).
  */
