@@ -1,8 +1,8 @@
 /**
- * The typed SDK over the HTTP interface (API.md §3): one method per route, plus page-following
- * iterators. Paths are canonicalised client-side (so "a/b" and "/a/b" name the same stream and a
- * bad path fails before any request); every failure is a RivuletError (errors.ts). The client holds
- * no state between calls beyond its options, so one instance may be shared freely.
+ * The typed SDK over the HTTP interface (protocol §4–§6, §14): one method per route, plus
+ * page-following iterators. Paths are canonicalised client-side (so "a/b" and "/a/b" name the same
+ * stream and a bad path fails before any request); every failure is a RivuletError (errors.ts). The
+ * client holds no state between calls beyond its options, so one instance may be shared freely.
  */
 import {
   Limits,
@@ -287,7 +287,7 @@ export function createClient(options: ClientOptions): RivuletClient {
     }
   }
 
-  /** A custom method of a stream (API.md §3), POSTed with a JSON body. */
+  /** A custom method of a stream (protocol §2.4, §14), POSTed with a JSON body. */
   const command = <T>(path: string, method: string, body: unknown, o: CallOptions | undefined) =>
     http.json<T>('POST', streamUrl(base, path, { method }), { body, ...signalOf(o) });
 

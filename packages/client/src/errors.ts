@@ -1,9 +1,10 @@
 /**
- * How failures reach SDK callers: always as the one RivuletError (API.md §4). A server answer
- * with the pinned error body keeps its code, message and details; any other non-2xx answer (a
- * proxy's 502 page, a truncated body) gets the code whose status it carries, or UNAVAILABLE for
- * gateway failures and INTERNAL otherwise; a request that never got an answer is UNAVAILABLE with
- * the network error as `cause`. Aborts are not failures: the caller's abort reason is rethrown.
+ * How failures reach SDK callers: always as the one RivuletError (protocol §7). A server answer
+ * with the error body of protocol §1.3 keeps its code, message and details; any other non-2xx
+ * answer (a proxy's 502 page, a truncated body) gets the code whose status it carries, or
+ * UNAVAILABLE for gateway failures and INTERNAL otherwise; a request that never got an answer is
+ * UNAVAILABLE with the network error as `cause`. Aborts are not failures: the caller's abort reason
+ * is rethrown.
  */
 import { ERROR_CODES, ERROR_STATUS, RivuletError, isErrorCode, type ErrorCode } from '@rivulet/contract';
 

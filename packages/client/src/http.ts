@@ -1,8 +1,8 @@
 /**
  * The one place the SDK touches the network. Every request carries the caller's credentials
- * (`Authorization: Bearer`, `X-Project-Id`, API.md §6); every outcome is either a parsed 2xx body,
- * a RivuletError, or the caller's abort reason (errors.ts). Works with any WHATWG fetch: Node 20's
- * global, a browser's, or one the caller injects.
+ * (`Authorization: Bearer`, `X-Project-Id`, protocol §8); every outcome is either a parsed 2xx
+ * body, a RivuletError, or the caller's abort reason (errors.ts). Works with any WHATWG fetch: Node
+ * 20's global, a browser's, or one the caller injects.
  */
 import { RivuletError } from '@rivulet/contract';
 import { abortReason, errorFromResponse, networkError } from './errors.js';

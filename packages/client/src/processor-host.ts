@@ -206,9 +206,9 @@ export class ProcessorHost {
   }
 
   /**
-   * Answers a wake (SEMANTICS §5.8): the stored checkpoint, or 0 with the initial state for a new
-   * lifetime, and the `processEventBatch` callback. `slug` names the processor, else it is picked
-   * from the request (see the module comment).
+   * Answers a wake (protocol §20.3, §20.7): the stored checkpoint, or 0 with the initial state for
+   * a new lifetime, and the `processEventBatch` callback. `slug` names the processor, else it is
+   * picked from the request (see the module comment).
    */
   async wake(request: unknown, slugOrUndefined?: string) {
     const r = checkRequest(request);
@@ -219,7 +219,7 @@ export class ProcessorHost {
     return this.serial(key, () => {
       let loaded = this.#store.load(projectId, path, r.subscriptionKey, slug);
       if (!loaded || loaded.streamId !== streamId) {
-        // Another lifetime (or none yet): start over from the initial state (SEMANTICS §5.8).
+        // Another lifetime (or none yet): start over from the initial state (protocol §20.7).
         loaded = { streamId, checkpoint: 0, stateJson: JSON.stringify(processor.initialState) };
         this.#store.save(projectId, path, r.subscriptionKey, slug, loaded);
       }

@@ -1,6 +1,6 @@
 /**
- * The shape of the ITX root as an RPC client sees it (API.md §5). These are the server's methods;
- * over Cap'n Web every call answers a promise.
+ * The shape of the ITX root as an RPC client sees it (protocol §18.2). These are the server's
+ * methods; over Cap'n Web every call answers a promise.
  */
 import type {
   CommittedEvent,
@@ -42,7 +42,7 @@ export interface StreamRpc {
   waitForEvent(body: WaitForEventBody): Promise<WaitForEventResponse>;
 }
 
-/** openConnection's options (API.md §5) with the callback, a function passed by reference. */
+/** openConnection's options (protocol §19.1) with the callback, a function passed by reference. */
 export interface OpenConnectionRpcOptions extends OpenConnectionOptions {
   processEventBatch(batch: ConnectionBatch): unknown;
 }

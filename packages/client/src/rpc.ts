@@ -1,7 +1,7 @@
 /**
- * `connect(url, {token})`: the ITX root over RPC (Cap'n Web over WebSocket, API.md §5), kept
- * connected: when the session breaks, the connection reconnects with backoff and announces each
- * new session to `onSession` listeners (serveWorker re-registers there). `root` is always the
+ * `connect(url, {token})`: the ITX root over RPC (Cap'n Web over WebSocket, protocol §18.1, §18.6),
+ * kept connected: when the session breaks, the connection reconnects with backoff and announces
+ * each new session to `onSession` listeners (serveWorker re-registers there). `root` is always the
  * current session's root.
  *
  * Browsers cannot set headers on a WebSocket, so there the token travels as `?token=`; on Node 20,

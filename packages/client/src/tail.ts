@@ -1,5 +1,5 @@
 /**
- * A live tail over SSE (API.md §3 `?live=sse`, SEMANTICS §9.6) that survives dropped connections.
+ * A live tail over SSE (protocol §5.2) that survives dropped connections.
  *
  * Invariants:
  * - Exactly once, in order, within one connection and across reconnects: the tail remembers the
@@ -9,7 +9,7 @@
  *   a connection that breaks, ends without `event: destroyed`, or is refused with UNAVAILABLE is
  *   retried with exponential backoff; other errors (INVALID_INPUT, UNAUTHENTICATED, …) end the
  *   tail with that error.
- * - Ephemeral events are live-only (SEMANTICS §9.6): one appended while the tail is disconnected
+ * - Ephemeral events are live-only (protocol §4.4): one appended while the tail is disconnected
  *   is not replayed after the reconnect; durable events always are.
  * - `event: destroyed` ends the iteration (after calling `onDestroyed`): the stream's lifetime is
  *   over, and the offsets of its next lifetime start again from 1. The tail learns the lifetime

@@ -1,7 +1,7 @@
 /**
- * Stream addresses in URLs (API.md §3): the canonical stream path follows `/v1/streams` directly,
- * each segment percent-encoded on its own, so a segment may hold any character the path rules
- * allow ("%", "/"-free unicode, spaces) without changing the address; the root stream is
+ * Stream addresses in URLs (protocol §2.4): the canonical stream path follows `/v1/streams`
+ * directly, each segment percent-encoded on its own, so a segment may hold any character the path
+ * rules allow ("%", "/"-free unicode, spaces) without changing the address; the root stream is
  * `/v1/streams/`. `:method` after the path selects a custom method — unambiguous because ":" is
  * never part of a canonical path. The base URL may carry a path prefix (a reverse proxy mount).
  */

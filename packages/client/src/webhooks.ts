@@ -1,5 +1,5 @@
 /**
- * For webhook receivers: the envelope Rivulet POSTs (API.md §8, protocol §17) and a verifier of
+ * For webhook receivers: the envelope Rivulet POSTs (protocol §17.1, §17.2) and a verifier of
  * its Standard Webhooks signature. `verifyWebhook` checks `webhook-signature` (`v1,<base64
  * HMAC-SHA256 of "id.timestamp.body">`, several space-separated signatures allowed) against the
  * secret with WebCrypto — constant-time through `crypto.subtle.verify` — and refuses a

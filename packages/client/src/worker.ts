@@ -1,7 +1,7 @@
 /**
  * `serveWorker(itx, name, handlers)`: makes a few functions reachable from itx-call subscriptions
- * as `["workers", ["get", name], "<handler>"]` (API.md §5). It registers on the current session
- * and again on every session after a reconnect; `stop()` unregisters for good.
+ * as `["workers", ["get", name], "<handler>"]` (protocol §18.4, §18.6). It registers on the current
+ * session and again on every session after a reconnect; `stop()` unregisters for good.
  *
  * A handler's resolved call acknowledges the batch. To steer the retry ladder, throw a
  * WorkerError: `{unavailable: true}` backs off without counting towards a skip (an outage of

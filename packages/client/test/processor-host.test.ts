@@ -1,5 +1,5 @@
 /**
- * The SDK's processor host (@rivulet/client/processor-host; protocol §20, SEMANTICS §5.8).
+ * The SDK's processor host (@rivulet/client/processor-host; protocol §20.7).
  *
  * Directly (no RPC): a wake answers the stored checkpoint (0 and the initial state for a lifetime
  * it has not seen), each event is folded and its state and checkpoint committed together before

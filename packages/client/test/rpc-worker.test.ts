@@ -1,5 +1,5 @@
 /**
- * The SDK's worker side against a real server (API.md §5, SEMANTICS §5.4): WorkerError's flags
+ * The SDK's worker side against a real server (protocol §18.5, §18.6, §12.4): WorkerError's flags
  * cross RPC and steer the server's classifier (unavailable → backoff without a skip, retryable:
  * false → halt at once, anything else → a failing event that "skip" skips), and serveWorker
  * registers again after the server restarts on the same port and data folder, without any action

@@ -1,6 +1,6 @@
 /**
  * The SDK's subscription commands against a real server (protocol §14): each appends exactly the
- * design page's events on the source, and missing keys are NOT_FOUND.
+ * events of protocol §9 on the source, and missing keys are NOT_FOUND.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient, RivuletError, type RivuletClient } from '@rivulet/client';
