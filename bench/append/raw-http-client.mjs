@@ -2,12 +2,12 @@
  * A lean HTTP/1.1 keep-alive client for the load generator: one socket, one request at a time,
  * the request written in one piece, the answer read by Content-Length or chunked encoding.
  *
- * Why: node:http's client spends about 50 µs of CPU per request here, so with 50 clients the
- * generator itself used ~90 % of a core and both servers under test shared the machine's second
- * core with it; their difference was squeezed towards 1.0x. This client costs a fraction of that,
- * and it is the same for every server measured. It understands only what the servers under test
- * answer (a status line, headers, a body framed by Content-Length, chunks or the connection's
- * end); anything else is counted as a failed request, never guessed at.
+ * Why: node:http's client spends about 50 µs of CPU per request here (bench/README), so with 50
+ * clients the generator itself used ~90 % of a core and both servers under test shared the
+ * machine's second core with it; their difference was squeezed towards 1.0x. This client costs a
+ * fraction of that, and it is the same for every server measured. It understands only what the
+ * servers under test answer (a status line, headers, a body framed by Content-Length, chunks or the
+ * connection's end); anything else is counted as a failed request, never guessed at.
  *
  * Not the server's own response parser (packages/server/src/hosts/http1-response.ts
  * `ResponseParser`, which the webhook client uses): that one answers for a webhook, where the
