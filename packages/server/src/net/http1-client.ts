@@ -4,7 +4,7 @@
  * kept-alive socket in one write and parses the answer with hosts/http1-response.ts.
  *
  * Why not node:http's ClientRequest and Agent: on this machine kind they cost about 85 µs of CPU
- * per kept-alive POST against about 25 µs for this (bench/README.md, `bench/receivers`), and a
+ * per kept-alive POST against about 25 µs for this (decision 002, `bench/receivers`), and a
  * webhook subscription sends one POST after another, so that cost is most of a delivery.
  *
  * Connections: kept per key (destination), reused most-recently-used first, at most

@@ -41,10 +41,11 @@ export interface SqliteStorageOptions {
   groupCommit?: boolean;
   /**
    * Hold the file's locks for the connection's lifetime (`locking_mode=EXCLUSIVE`, set before WAL
-   * is entered, so the WAL index lives in this process's memory): no lock calls and no shared-memory
-   * index per transaction, about 8 µs less per commit here. Only for a sole owner (the Node host
-   * locks its data folder): no other connection can open the file meanwhile. Default false.
-   * Durability is unchanged: the WAL on disk is the same, and a crashed owner's locks go with it.
+   * is entered, so the WAL index lives in this process's memory): no lock calls and no
+   * shared-memory index per transaction, about 8 µs less per commit here (bench/README). Only for a
+   * sole owner (the Node host locks its data folder): no other connection can open the file
+   * meanwhile. Default false. Durability is unchanged: the WAL on disk is the same, and a crashed
+   * owner's locks go with it.
    */
   exclusive?: boolean;
   /**
