@@ -1,5 +1,5 @@
 /**
- * Property tests of the log invariants (ARCHITECTURE practice 9, SEMANTICS §1), driving the real
+ * Property tests of the log invariants (protocol §3.2, §4.1–§4.5, §10.1), driving the real
  * StreamActor over each storage adapter with random command sequences: batches of caller events
  * (some ephemeral, some with repeated idempotency keys carrying the same or another body, some
  * with offset assertions), pause/resume control events, destroys, actor reloads (as after an
@@ -128,7 +128,7 @@ const scenario = fc.record({
 
 // ---- the model ----
 
-/** Key-order independent JSON of an event body (SEMANTICS §1.4). */
+/** Key-order independent JSON of an event body (protocol §4.2). */
 function bodyOf(e: { type: string; payload?: unknown; metadata?: unknown; ephemeral?: true | undefined }): string {
   const sort = (v: unknown): unknown =>
     v === null || typeof v !== 'object' || Array.isArray(v)

@@ -259,8 +259,7 @@ describe('fixed questionable 6: afterCommit is handed UTF-16 code units, not byt
 
 describe('fixed questionable 7: a public control event without payload is stored with payload {}', () => {
   // append-input.ts checkInput(): `parseOrThrow(schema, input.payload ?? {}, …)` always sets
-  // out.payload. SEMANTICS §9.9: "An omitted payload or metadata stays omitted in the committed
-  // event (no default)."
+  // out.payload. Protocol §3.1: an omitted payload or metadata stays omitted in the committed event.
   it('an omitted payload stays omitted', () => {
     expect(checkInput({ type: EventType.resumed }, 'public')).toEqual({ type: EventType.resumed }); // before the fix: payload {}
   });
@@ -270,10 +269,10 @@ describe('fixed bug 8: an identical retry of a subscription command whose payloa
   // decide-append.ts: the stored event is built from `checked = env.checkControl(input, …)`, but
   // a repeat is compared with bodyOf(input) — the raw input, before checkControl. The actor now
   // always installs createControlRules (subscription-rules.ts), which canonicalises
-  // receivingStreamPath (SEMANTICS §9.9) and rewrites webhook URLs with URL#toString. So retrying
-  // the very same request turns into CONFLICT — the SEMANTICS §8 trap "a redelivery turns into a
-  // conflict that wedges". Fix: compare against the checked input (or run checkControl before the
-  // idempotency lookup for non-repeats only and compare checked bodies).
+  // receivingStreamPath (protocol §9.3) and rewrites webhook URLs with URL#toString. So retrying
+  // the very same request turns into CONFLICT, and a retry that turns into a conflict wedges
+  // whoever retries (protocol §4.2, §13.2). Fix: compare against the checked input (or run
+  // checkControl before the idempotency lookup for non-repeats only and compare checked bodies).
   const receivers = [
     { action: 'copy-to-stream', receivingStreamPath: '/r/./target', delivery: { start: 'now', onFailingEvent: 'halt' } },
     { action: 'webhook-post', url: 'https://EXAMPLE.com', delivery: { start: 'now', onFailingEvent: 'halt' } },

@@ -1,5 +1,5 @@
 /**
- * The conformance checks of the storage port (ports/storage.ts, ARCHITECTURE practice 4): every
+ * The conformance checks of the storage port (ports/storage.ts; architecture.md, Storage): every
  * adapter runs the same tests of the contract written in the port's header. They know nothing about
  * any adapter: a factory hands them a fresh, empty storage, and optionally a way to open the same
  * data again, which enables the durability tests.

@@ -1,5 +1,5 @@
 /**
- * Replay = live (SEMANTICS §1.7, §2): random sequences of subscription control appends
+ * Replay = live (protocol §10): random sequences of subscription control appends
  * (configure, remove, cursor-set, platform halt, resume), pauses, ordinary and ephemeral events,
  * and incoming copy batches (through actor.receiveCopies, with stamps from a few source lifetimes
  * and config generations, some of them cycles or at the hop bound) on actors over MemoryStorage.

@@ -1,8 +1,8 @@
 /**
- * Live connections in-process (protocol §19, SEMANTICS §6, API.md §5): replay then live with no gap,
- * the options of API.md §5, the facts, replacement, validation before anything is replaced, the
- * backlog bound, failing filters and callbacks, destroy, runtime counters and waitForEvent. The
- * same scenarios run end to end over real RPC sessions in test/e2e/live-connections.test.ts.
+ * Live connections in-process (protocol §19): replay then live with no gap, the options of §19.1,
+ * the facts, replacement, validation before anything is replaced, the backlog bound, failing
+ * filters and callbacks, destroy, runtime counters and waitForEvent. The same scenarios run end to
+ * end over real RPC sessions in test/e2e/live-connections.test.ts.
  */
 import { RivuletError, type EventInput, type WaitForEventBody } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -98,7 +98,7 @@ describe('replay then live', () => {
 });
 
 describe('options', () => {
-  it('maxDeliveryEvents splits one large atomic append into several batches with no gap (S13)', async () => {
+  it('maxDeliveryEvents splits one large atomic append into several batches with no gap', async () => {
     harness = await ConnectionsHarness.create();
     await harness.append('/split', { type: 'x' });
     const rec = new Recorder();
@@ -184,7 +184,7 @@ describe('facts, keys and replacement', () => {
     expect(JSON.stringify(harness.actor('/facts').coreState)).not.toContain('"k"');
   });
 
-  it('the same key replaces the old callback atomically (S15)', async () => {
+  it('the same key replaces the old callback atomically', async () => {
     harness = await ConnectionsHarness.create();
     await harness.append('/swap', { type: 'first' });
     const oldRec = new Recorder();
@@ -216,7 +216,7 @@ describe('facts, keys and replacement', () => {
     expect(harness.actor('/swap').connectionKeys.has('same')).toBe(true);
   });
 
-  it('invalid coordinates reject before anything is replaced and append nothing (S16)', async () => {
+  it('invalid coordinates reject before anything is replaced and append nothing', async () => {
     harness = await ConnectionsHarness.create();
     await harness.append('/coords', ...typed('x', 10));
     const rec = new Recorder();
@@ -260,7 +260,7 @@ describe('facts, keys and replacement', () => {
 });
 
 describe('failures and bounds', () => {
-  it('a filter that throws delivers the healthy prefix, then closes with delivery-failed and the error (S14)', async () => {
+  it('a filter that throws delivers the healthy prefix, then closes with delivery-failed and the error', async () => {
     harness = await ConnectionsHarness.create();
     const rec = new Recorder();
     const handle = await harness.hub.openConnection(
@@ -342,7 +342,7 @@ describe('failures and bounds', () => {
 describe('waitForEvent', () => {
   const waitOn = (path: string, body: WaitForEventBody) => waitForEvent(harness.hub, harness.actor(path), body);
 
-  it('answers a historical durable match and a live one, each with one opened/closed pair (S17)', async () => {
+  it('answers a historical durable match and a live one, each with one opened/closed pair', async () => {
     harness = await ConnectionsHarness.create();
     await harness.append('/wait', { type: 'x', payload: { n: 1 } }, { type: 'x', payload: { n: 2 } });
     const historical = await waitOn('/wait', { afterOffset: 0, jsonataCondition: 'payload.n = 2', timeoutMs: 1000 });

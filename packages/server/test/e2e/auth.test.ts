@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: authentication and project isolation (API.md §6, S46 token
- * isolation). Subscriptions and expressions across projects belong to later capabilities.
+ * End-to-end over real HTTP: authentication and project isolation by token (protocol §8).
+ * Subscriptions and expressions across projects belong to later capabilities.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ListResponse } from '@rivulet/contract';
@@ -44,7 +44,7 @@ async function listPaths(api: Api, prefix: string): Promise<string[]> {
   return res.body.streams.map((s) => s.path);
 }
 
-describe('API §6 authentication', () => {
+describe('authentication (protocol §8.1, §8.2)', () => {
   it('a missing or unknown token is UNAUTHENTICATED on every stream route', async () => {
     const route = streamRoute('/auth/x');
     const requests: [string, string, unknown?][] = [
@@ -109,8 +109,8 @@ describe('API §6 authentication', () => {
   });
 });
 
-describe('S46 token isolation', () => {
-  it('S46 the same path in two projects is two different streams', async () => {
+describe('token isolation', () => {
+  it('the same path in two projects is two different streams', async () => {
     const path = '/shared/orders';
     const [a] = await alpha.append(path, { type: 'alpha-event' });
     const [b] = await beta.append(path, [{ type: 'beta-1' }, { type: 'beta-2' }]);
@@ -133,7 +133,7 @@ describe('S46 token isolation', () => {
     expect(await admin.read(path)).toEqual(EMPTY);
   });
 
-  it('S46 a project token cannot read, append to, list or destroy another project\'s streams', async () => {
+  it('a project token cannot read, append to, list or destroy another project\'s streams', async () => {
     const path = '/private/alpha-only';
     await alpha.append(path, [{ type: 'secret', payload: { v: 1 } }]);
     const alphaBefore = await alpha.read(path);
@@ -166,7 +166,7 @@ describe('S46 token isolation', () => {
     expect(await beta.read(path)).toEqual(EMPTY);
   });
 
-  it('S46 admin with X-Project-Id selects a project; without it the deployment-wide streams', async () => {
+  it('admin with X-Project-Id selects a project; without it the deployment-wide streams', async () => {
     const path = '/admin/view';
     await alpha.append(path, { type: 'from-alpha' });
     const asAlpha = admin.with({ 'x-project-id': 'alpha' });
@@ -193,7 +193,7 @@ describe('S46 token isolation', () => {
   });
 });
 
-describe('API §6 open mode', () => {
+describe('open mode (protocol §8.1)', () => {
   it('starting on a non-loopback host without tokens is refused with a message naming --tokens', async () => {
     const { dir, remove } = await tempDir();
     try {

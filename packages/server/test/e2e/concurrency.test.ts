@@ -1,6 +1,7 @@
 /**
- * End-to-end over real HTTP: concurrent appends (SEMANTICS §1.3, ARCHITECTURE "one writer per
- * stream"). Offsets stay dense and unique per stream whatever the interleaving of requests.
+ * End-to-end over real HTTP: concurrent appends (protocol §3.2, §4.1; one writer per stream,
+ * architecture.md "The flow of one append"). Offsets stay dense and unique per stream whatever the
+ * interleaving of requests.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';

@@ -1,5 +1,6 @@
 /**
- * S11: acknowledged appends survive `kill -9` of the server and a restart (SEMANTICS §1.3, §1.7).
+ * Acknowledged appends survive `kill -9` of the server and a restart (protocol §4.1, §4.7, §10.1,
+ * §16.5).
  * The built CLI runs as a child process; concurrent writers append to several streams until the
  * process is SIGKILLed mid-load; a new process on the same data folder must hold every
  * acknowledged event at its offset, dense offsets, and a core state equal to a fold of its log.
@@ -75,9 +76,9 @@ async function start(dir: string, durability: string): Promise<CliServer> {
   return server;
 }
 
-describe('S11 kill -9', () => {
+describe('kill -9', () => {
   for (const durability of ['full', 'relaxed']) {
-    it(`S11 acknowledged appends survive kill -9 of the server and a restart (--durability ${durability})`, async () => {
+    it(`acknowledged appends survive kill -9 of the server and a restart (--durability ${durability})`, async () => {
       const { dir, remove } = await tempDir('rivulet-s11-');
       cleanups.push(remove);
 
@@ -163,7 +164,7 @@ async function expectRecovered(api: Api, path: string, head: number): Promise<vo
 }
 
 describe('storage format 3: the streams row is a checkpoint; a restart derives the rest', () => {
-  it('S11 kill -9 after hundreds of appends that wrote no checkpoint: head, eventCount, maxOffset and the listing come back', async () => {
+  it('kill -9 after hundreds of appends that wrote no checkpoint: head, eventCount, maxOffset and the listing come back', async () => {
     const { dir, remove } = await tempDir('rivulet-s11-checkpoint-');
     cleanups.push(remove);
     const first = await start(dir, 'relaxed');
@@ -208,7 +209,7 @@ describe('storage format 3: the streams row is a checkpoint; a restart derives t
     await second.kill('SIGTERM');
   }, 60_000);
 
-  it('S11 newest events ephemeral and pruned, kill -9, restart: the next offset is above every offset ever used', async () => {
+  it('newest events ephemeral and pruned, kill -9, restart: the next offset is above every offset ever used', async () => {
     const { dir, remove } = await tempDir('rivulet-s11-pruned-');
     cleanups.push(remove);
     // Ephemeral events expire after 1 ms and one is kept; each loaded stream prunes on its first append.

@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: the errors of API.md §4 that a client can reach, each checked for
- * status, code and message, with the limits of API.md §2/§7 and SEMANTICS §2.5 tested on both
+ * End-to-end over real HTTP: the errors of protocol §7 that a client can reach, each checked for
+ * status, code and message, with the limits of protocol §1.1, §3.3 and §4.6 tested on both
  * sides of the bound. Every server here fails its close() if it ever answered INTERNAL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,8 +1,9 @@
 /**
  * End to end over real RPC sessions (the SDK's connect, a real server on loopback): live
- * connections and waitForEvent (API.md §3, §5; SEMANTICS §3, §6; protocol §19), scenarios
- * S12–S17, plus slow and overflowing callbacks, the end of a session, runtime.connections, the
- * SDK's watch helper and the HTTP :waitForEvent route's errors.
+ * connections and waitForEvent (protocol §19): replay and live, filters and state-only batches,
+ * split batches, throwing filters, replacement, validation and waits, plus slow and overflowing
+ * callbacks, the end of a session, runtime.connections, the SDK's watch helper and the HTTP
+ * :waitForEvent route's errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, createClient, watch, type CommittedEvent, type ConnectionBatch, type ItxConnection, type LiveConnectionRpc } from '@rivulet/client';
@@ -80,7 +81,7 @@ async function connectionsOf(path: string) {
 const open = (path: string, sink: Sink, options: Record<string, unknown> = {}) =>
   itx.root.streams.get(path).openConnection({ ...options, processEventBatch: sink.processEventBatch }) as unknown as Promise<LiveConnectionRpc>;
 
-describe('S12 replay + live with a filter, live-only and state-only connections on one stream', () => {
+describe('replay + live with a filter, live-only and state-only connections on one stream', () => {
   it('compose on one stream; closing one leaves the others running', async () => {
     const path = '/s12/orders';
     await server.api.append(path, [
@@ -148,7 +149,7 @@ describe('S12 replay + live with a filter, live-only and state-only connections 
   });
 });
 
-describe('S13 maxDeliveryEvents', () => {
+describe('maxDeliveryEvents', () => {
   it('splits a large atomic append into several batches with no gap', async () => {
     const path = '/s13/split';
     await server.api.append(path, { type: 'x' });
@@ -164,7 +165,7 @@ describe('S13 maxDeliveryEvents', () => {
   });
 });
 
-describe('S14 a filter that throws', () => {
+describe('a filter that throws', () => {
   it('closes the connection with connection-closed {reason: "delivery-failed", error}', async () => {
     const path = '/s14/throws';
     await server.api.append(path, { type: 'x', payload: { ok: true } });
@@ -204,7 +205,7 @@ describe('a callback that rejects', () => {
   });
 });
 
-describe('S15 the same key', () => {
+describe('the same key', () => {
   it('atomically replaces the old callback, also from another session (reason "replaced")', async () => {
     const path = '/s15/swap';
     await server.api.append(path, { type: 'x' });
@@ -238,7 +239,7 @@ describe('S15 the same key', () => {
   });
 });
 
-describe('S16 invalid coordinates and keys', () => {
+describe('invalid coordinates and keys', () => {
   it('reject before anything is replaced; a subscription may not take a live connection key', async () => {
     const path = '/s16/coords';
     await server.api.append(path, Array.from({ length: 10 }, () => ({ type: 'x' })));
@@ -275,7 +276,7 @@ describe('S16 invalid coordinates and keys', () => {
     const [next] = await server.api.append(path, { type: 'after' });
     await eventually(() => kept.offsets.includes(next!.offset), 'the kept callback receiving');
 
-    // The other direction (SEMANTICS §3): configuring a subscription with the live key.
+    // The other direction (protocol §9.2): configuring a subscription with the live key.
     const res = await server.api.request('POST', streamRoute('/s16/receiver2', 'subscribeToEventsFrom'), {
       json: { sourceStreamPath: path, subscriptionKey: 'k' },
     });
@@ -283,7 +284,7 @@ describe('S16 invalid coordinates and keys', () => {
   });
 });
 
-describe('S17 waitForEvent', () => {
+describe('waitForEvent', () => {
   it('matches a historical durable event and a live one, each recording one opened/closed pair', async () => {
     const path = '/s17/wait';
     await server.api.append(path, [{ type: 'job', payload: { n: 1 } }, { type: 'job', payload: { n: 2 } }]);

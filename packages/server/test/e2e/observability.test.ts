@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: /metrics (Prometheus text, API.md §9), /v1/openapi.json (API.md §3)
- * and /healthz (API.md §1).
+ * End-to-end over real HTTP: /metrics (Prometheus text, protocol §15.2), /v1/openapi.json (§15.3)
+ * and /healthz (§15.1).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Api } from '../helpers/http.js';

@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: S9 path canonicalisation (SEMANTICS §9.3, API.md §3) and the stream
- * listing `GET /v1/streams?prefix=` with its paging. Paths the WHATWG URL parser would rewrite
+ * End-to-end over real HTTP: path canonicalisation (protocol §2.3, §2.4) and the stream listing
+ * (§6.1) `GET /v1/streams?prefix=` with its paging. Paths the WHATWG URL parser would rewrite
  * ("..", ".", "%2E") are sent raw with node:http so that the server sees them as written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,8 +31,8 @@ async function list(query: string): Promise<ListResponse> {
   return res.body;
 }
 
-describe('S9 paths are canonicalised', () => {
-  it('S9 dot segments in the URL are resolved by the server: every spelling reaches one stream', async () => {
+describe('paths are canonicalised', () => {
+  it('dot segments in the URL are resolved by the server: every spelling reaches one stream', async () => {
     const spellings = [
       '/v1/streams/s9/dots/b',
       '/v1/streams/s9/./dots/b',
@@ -56,7 +56,7 @@ describe('S9 paths are canonicalised', () => {
     expect((await list('?prefix=/s9/x')).streams).toEqual([]);
   });
 
-  it('S9 paths in URLs are percent-decoded segment by segment', async () => {
+  it('paths in URLs are percent-decoded segment by segment', async () => {
     const [event] = (
       (await raw('POST', '/v1/streams/s9/hello%20world/caf%C3%A9', { type: 'x' })).body as { events: { path: string }[] }
     ).events;
@@ -75,7 +75,7 @@ describe('S9 paths are canonicalised', () => {
     expect((same.body as { streamMaxOffset: number }).streamMaxOffset).toBe(2);
   });
 
-  it('S9 the root stream is /v1/streams/', async () => {
+  it('the root stream is /v1/streams/', async () => {
     const [event] = await api.append('/', { type: 'root' });
     expect(event!.path).toBe('/');
     const read = await raw('GET', '/v1/streams/');
@@ -86,7 +86,7 @@ describe('S9 paths are canonicalised', () => {
     expect(state.core).toMatchObject({ path: '/', eventCount: 2 });
   });
 
-  it('S9 ".." that escapes the root is INVALID_INPUT, for every method, and creates nothing', async () => {
+  it('".." that escapes the root is INVALID_INPUT, for every method, and creates nothing', async () => {
     const escapes = [
       '/v1/streams/a/../../x',
       '/v1/streams/..',
@@ -108,7 +108,7 @@ describe('S9 paths are canonicalised', () => {
     expectError(await api.request('GET', '/v1/streams?prefix=/a/../..'), 'INVALID_INPUT', 'uses ".." to escape the root');
   });
 
-  it('S9 "?", "#", "\\" and ":" (and control characters) in a path are INVALID_INPUT', async () => {
+  it('"?", "#", "\\" and ":" (and control characters) in a path are INVALID_INPUT', async () => {
     const message = 'contains a character that paths may not use (?, #, \\, : or a control character)';
     const bad = [
       '/s9/a%3Fb',
@@ -135,7 +135,7 @@ describe('S9 paths are canonicalised', () => {
     expect((await list('?prefix=/s9/a')).streams).toEqual([]);
   });
 
-  it('S9 an encoded "/", an empty segment and bad percent-encoding are INVALID_INPUT', async () => {
+  it('an encoded "/", an empty segment and bad percent-encoding are INVALID_INPUT', async () => {
     expectError(await raw('POST', '/v1/streams/s9/a%2Fb', { type: 'x' }), 'INVALID_INPUT', 'stream path segment "a%2Fb" decodes to a "/" inside one segment');
     expectError(await raw('POST', '/v1/streams/s9/a//b', { type: 'x' }), 'INVALID_INPUT', 'stream path "/s9/a//b" has an empty segment');
     expectError(await raw('POST', '/v1/streams/s9/a/', { type: 'x' }), 'INVALID_INPUT', 'stream path "/s9/a/" has an empty segment');
@@ -144,7 +144,7 @@ describe('S9 paths are canonicalised', () => {
     expect((await list('?prefix=/s9/a')).streams).toEqual([]);
   });
 
-  it('S9 a path of 1024 characters is accepted, 1025 is INVALID_INPUT', async () => {
+  it('a path of 1024 characters is accepted, 1025 is INVALID_INPUT', async () => {
     const longest = `/${'p'.repeat(1023)}`;
     const [event] = await api.append(longest, { type: 'x' });
     expect(event!.path).toBe(longest);

@@ -1,5 +1,5 @@
 /**
- * End-to-end: hosted processors (SCENARIOS S41, S42; SEMANTICS §5.8; protocol §20) with a REAL
+ * End-to-end: hosted processors (protocol §20) with a REAL
  * processor host process (test/fixtures/processor-host.mjs: the built SDK's serveProcessors, one
  * processor "ledger" folding `order` events into {count, total, offsets}, stored in its own SQLite
  * file). The server runs in this process (the Node host, or the Worker host under Miniflare with
@@ -114,8 +114,8 @@ async function foldedThrough(host: HostProcess | undefined, dbPath: string, path
 
 const connectionsOf = async (path: string) => (await api.state(path)).runtime?.connections ?? {};
 
-describe('S41 a hosted processor', () => {
-  it('S41 is woken, folds durable events (not ephemeral ones), commits its checkpoint with its state, idles, and is woken again from its checkpoint after a restart of either side', async () => {
+describe('a hosted processor', () => {
+  it('is woken, folds durable events (not ephemeral ones), commits its checkpoint with its state, idles, and is woken again from its checkpoint after a restart of either side', async () => {
     const path = '/s41/orders';
     const dbPath = join(dir, 's41-host.db');
     let host = await spawnProcessorHost(server.url, { dbPath });
@@ -175,8 +175,8 @@ describe('S41 a hosted processor', () => {
   });
 });
 
-describe('S42 a recreated source', () => {
-  it('S42 a processor whose source was destroyed and recreated starts over from empty state', async () => {
+describe('a recreated source', () => {
+  it('a processor whose source was destroyed and recreated starts over from empty state', async () => {
     const path = '/s42/orders';
     const dbPath = join(dir, 's42-host.db');
     const host = await spawnProcessorHost(server.url, { dbPath });

@@ -18,9 +18,9 @@ afterAll(async () => {
 });
 
 describe('regressions', () => {
-  // SEMANTICS §9.3 "Surrounding whitespace of the whole path is trimmed"; S9 `" a/./b "` → `/a/b`,
-  // also when the whitespace arrives percent-encoded.
-  it('S9 a path whose decoded form has surrounding whitespace is trimmed (" a/./b " → /a/b)', async () => {
+  // Protocol §2.3 trims surrounding whitespace of the whole path (`" a/./b "` → `/a/b`), also when
+  // the whitespace arrives percent-encoded.
+  it('a path whose decoded form has surrounding whitespace is trimmed (" a/./b " → /a/b)', async () => {
     const res = await rawRequest(server.url, 'POST', '/v1/streams/%20s9ws/./b%20', { body: JSON.stringify({ type: 'x' }) });
     expect(res.status, res.text).toBe(200);
     expect((res.body as { events: { path: string }[] }).events[0]!.path).toBe('/s9ws/b');
@@ -28,17 +28,17 @@ describe('regressions', () => {
     expect((viaFetch.body as { events: { path: string; offset: number }[] }).events[0]).toMatchObject({ path: '/s9ws/b', offset: 3 });
   });
 
-  // API.md §4: every failure answers {"error": {code, message}}, also a raw "\" in the request
+  // Protocol §1.3: every failure answers {"error": {code, message}}, also a raw "\" in the request
   // path, which the Node adapter refuses before the app runs.
   // The Workers runtime normalises the URL (a "\" becomes "/") before the Worker sees it (docs/cloudflare.md §4.1).
-  it.skipIf(TEST_HOST === 'worker')('S9 a raw backslash in the request path is INVALID_INPUT with the JSON error shape', async () => {
+  it.skipIf(TEST_HOST === 'worker')('a raw backslash in the request path is INVALID_INPUT with the JSON error shape', async () => {
     for (const method of ['GET', 'POST']) {
       const res = await rawRequest(server.url, method, '/v1/streams/s9/a\\b', method === 'POST' ? { body: '{"type":"x"}' } : {});
       expectError(res, 'INVALID_INPUT', 'Backslash in request path');
     }
   });
 
-  // API.md §4 / contract validation.ts: a schema failure names the offending field, also inside
+  // Protocol §7 / contract validation.ts: a schema failure names the offending field, also inside
   // the append body's union (one event | array of events).
   it('append validation messages name the offending field', async () => {
     const path = '/pending/messages';
@@ -61,9 +61,9 @@ describe('regressions', () => {
     }
   });
 
-  // S4: payload and metadata round-trip, including a key named "__proto__" (a rebuilt record
-  // would turn it into a prototype assignment and drop it).
-  it('S4 a payload key named "__proto__" round-trips (or is rejected), never silently dropped', async () => {
+  // Payload and metadata round-trip (protocol §3.2), including a key named "__proto__" (a rebuilt
+  // record would turn it into a prototype assignment and drop it).
+  it('a payload key named "__proto__" round-trips (or is rejected), never silently dropped', async () => {
     const path = '/pending/proto';
     const res = await api.request('POST', streamRoute(path), {
       body: '{"type":"x","payload":{"__proto__":{"kept":1},"a":1}}',

@@ -1,7 +1,7 @@
 /**
  * FAILING (bugs in packages/server/src/rpc/errors.ts `rpcSendError`): what an error tells an RPC
- * client. API.md §4: "INTERNAL — anything unexpected (logged with its cause; the message says
- * nothing internal)", protocol §1.3 "A client mistake is never a 500".
+ * client. Protocol §7 and §18.2: anything unexpected is INTERNAL, logged with a reference the
+ * message names, and errors cross without a stack; protocol §1.3: a client mistake is never a 500.
  *
  * 1. Every error that crosses carries the server's stack trace (server file paths and line
  *    numbers): `rpcSendError` returns the error itself (or a fresh Error for INTERNAL), and capnweb

@@ -1,9 +1,9 @@
 /**
- * End-to-end S46, the expression part (API.md §5 "Authority is the source stream's own project",
- * SEMANTICS §5.7): with tokens for projects A and B, an itx-call subscription is evaluated from its
- * source stream's project root on every delivery, so a worker of another project is unreachable
- * even under the same name; and an RPC session of A reaches neither B's workers nor B's streams.
- * Workers are served in this process over real RPC (serveWorker).
+ * End-to-end project isolation, the expression part (protocol §18.4: an expression is evaluated
+ * from the source stream's own project): with tokens for projects A and B, an itx-call subscription
+ * is evaluated from its source stream's project root on every delivery, so a worker of another
+ * project is unreachable even under the same name; and an RPC session of A reaches neither B's
+ * workers nor B's streams. Workers are served in this process over real RPC (serveWorker).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, serveWorker, type ItxBatch, type ItxConnection } from '@rivulet/client';
@@ -68,8 +68,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe('S46 an expression cannot reach another project', () => {
-  it('S46 A\'s itx-call naming worker "billing" never reaches B\'s (or the deployment-wide) "billing": unavailable until A registers its own, then A\'s events reach A\'s worker only', async () => {
+describe('an expression cannot reach another project', () => {
+  it('A\'s itx-call naming worker "billing" never reaches B\'s (or the deployment-wide) "billing": unavailable until A registers its own, then A\'s events reach A\'s worker only', async () => {
     const seenB = await billingWorker(await connectAs(TOKEN_B));
     const seenGlobal = await billingWorker(await connectAs(TOKEN_ADMIN));
     expect(server.server.workers.has('proj-b', 'billing')).toBe(true);
@@ -121,7 +121,7 @@ describe('S46 an expression cannot reach another project', () => {
     expect(seenA.flatMap((b) => b.events.map((e) => e.payload))).toEqual(inA.map((e) => e.payload));
   });
 
-  it('S46 an RPC session of A cannot get B\'s worker nor read or write B\'s streams: the same path in A is A\'s stream', async () => {
+  it('an RPC session of A cannot get B\'s worker nor read or write B\'s streams: the same path in A is A\'s stream', async () => {
     const b = await connectAs(TOKEN_B);
     await b.root.workers.register('b-only', new Echo('worker of b'));
     const [bEvent] = await b.root.streams.get('/s46/shared').append({ type: 'secret', payload: { of: 'b' } });

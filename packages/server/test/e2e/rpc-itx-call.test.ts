@@ -1,13 +1,14 @@
 /**
- * End-to-end: itx-call delivery to a REAL worker process over RPC (SCENARIOS S32–S35; SEMANTICS
- * §5.4, §5.7; API.md §5). The worker is test/fixtures/worker.mjs, which imports the BUILT SDK,
+ * End-to-end: itx-call delivery to a REAL worker process over RPC (protocol §18.4, §18.5, §12.4,
+ * §12.6). The worker is test/fixtures/worker.mjs, which imports the BUILT SDK,
  * serveWorker()s a named worker, prints every batch it receives as one NDJSON line, and fails by
  * simple rules (payload.poison → WorkerError, payload.fatal → {retryable: false}, payload.outage →
  * {unavailable: true}, payload.plan → a behaviour per attempt). The suite runs after
  * `npm run build`; a missing build fails with a message saying so.
  *
  * The server runs in this process (startNodeServer); it is restarted on the same port and data
- * folder for S34, and the worker reconnects and re-registers by itself (serveWorker).
+ * folder for the skips-without-success test, and the worker reconnects and re-registers by itself
+ * (serveWorker).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -32,7 +33,7 @@ import { assertSdkBuilt, killAllWorkers, offsetsOf, spawnWorker, type WorkerCall
 
 /** Small knobs: halts and skips within well under a second. */
 const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 10, deliveryTimeoutMs: 1_000 } as const;
-/** An outage may last many attempts without halting (S35): 200 attempts of at most 50 ms. */
+/** An outage may last many attempts without halting: 200 attempts of at most 50 ms. */
 const LONG = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 200, deliveryTimeoutMs: 1_000 } as const;
 
 const expression = (name: string) => ['workers', ['get', name], 'processEventBatch'];
@@ -80,7 +81,7 @@ describe('with small retry knobs', () => {
     await server?.close();
   });
 
-  it('S32 two events of one append arrive in one awaited batch (attempt 1, SEMANTICS §5.7 shape), transformed, and the cursor advances', async () => {
+  it('two events of one append arrive in one awaited batch (attempt 1, the batch of protocol §18.4), transformed, and the cursor advances', async () => {
     const worker = await spawnWorker(server.url, { name: 's32-worker' });
     const src = '/s32/orders';
     const transform = '{"type": "billing/" & type, "payload": {"cents": payload.n * 100}, "metadata": {"via": "itx"}}';
@@ -146,7 +147,7 @@ describe('with small retry knobs', () => {
     if (TEST_HOST === 'node') expect(sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
   });
 
-  it('S33 with skip: one multi-event attempt, then exactly three single-event attempts of the poison event, an error-occurred naming its offset, and later events flow', async () => {
+  it('with skip: one multi-event attempt, then exactly three single-event attempts of the poison event, an error-occurred naming its offset, and later events flow', async () => {
     const worker = await spawnWorker(server.url, { name: 's33-worker' });
     const src = '/s33/jobs';
     await api.append(src, itxCall('skipper', 's33-worker', { onFailingEvent: 'skip' }));
@@ -250,8 +251,8 @@ describe('with small retry knobs', () => {
   });
 });
 
-describe('S34 the skips-without-success count', () => {
-  it('S34 after two skips with no success between, the third failing event halts instead — across a server restart — and setSubscriptionCursorAndResume recovers', async () => {
+describe('the skips-without-success count', () => {
+  it('after two skips with no success between, the third failing event halts instead — across a server restart — and setSubscriptionCursorAndResume recovers', async () => {
     const { dir, remove } = await tempDir('rivulet-s34-');
     const internal: string[] = [];
     const logger = { error: (message: string, error: unknown) => internal.push(`${message}: ${String(error)}`) };
@@ -338,7 +339,7 @@ describe('an unavailable worker (long ladder)', () => {
       `${src} "${key}" to fail ${n} times with "not connected"`,
     );
 
-  it('S35 a worker that never connected is unavailable: attempts grow beyond 3, no skip audit even with "skip", and every event arrives once, in order, when it starts', async () => {
+  it('a worker that never connected is unavailable: attempts grow beyond 3, no skip audit even with "skip", and every event arrives once, in order, when it starts', async () => {
     const src = '/s35/never';
     await api.append(src, itxCall('later', 's35-late'));
     await api.append(src, itxCall('later-skip', 's35-late-skip', { onFailingEvent: 'skip' }));
@@ -366,7 +367,7 @@ describe('an unavailable worker (long ladder)', () => {
     expect(await errorsOn(api, src)).toHaveLength(0);
   });
 
-  it('S35 a worker killed while idle: its registration ends, deliveries back off as "not connected" (never skipped), and a new worker process receives every later event once, in order', async () => {
+  it('a worker killed while idle: its registration ends, deliveries back off as "not connected" (never skipped), and a new worker process receives every later event once, in order', async () => {
     const src = '/s35/killed';
     const first = await spawnWorker(server.url, { name: 's35-killed' });
     await api.append(src, itxCall('k', 's35-killed', { onFailingEvent: 'skip' }));

@@ -1,5 +1,6 @@
 /**
- * End-to-end S39 for itx-call (SEMANTICS §5.3, protocol §12.4): a delivery belongs to its run
+ * End-to-end late results of a superseded run, for itx-call (protocol §12.1, §12.4): a delivery
+ * belongs to its run
  * (configuration + cursor-set). With an in-process worker over real RPC (serveWorker in this
  * process) whose handler holds calls until the test releases them:
  * - an old in-flight failure cannot delay or fail a same-key replacement;
@@ -90,12 +91,12 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe('S39 an old in-flight delivery belongs to its run', () => {
+describe('an old in-flight delivery belongs to its run', () => {
   for (const [label, failure] of [
     ['a retryable failure (which would back off 30 s)', () => new WorkerError('old run failed')],
     ['a failure marked retryable: false (which would halt)', () => new WorkerError('old run failed for good', { retryable: false })],
   ] as const) {
-    it(`S39 an old in-flight failure — ${label} — cannot delay or fail a same-key replacement`, async () => {
+    it(`an old in-flight failure — ${label} — cannot delay or fail a same-key replacement`, async () => {
       const src = `/s39/replace/${label.includes('retryable: false') ? 'fatal' : 'retry'}`;
       const [v1] = await api.append(src, itxCall('k', 'v1', 'now'));
       const held = hold(v1!.offset);
@@ -125,7 +126,7 @@ describe('S39 an old in-flight delivery belongs to its run', () => {
     });
   }
 
-  it('S39 an old in-flight success cannot overwrite a newer cursor seek (setSubscriptionCursor while the call is held)', async () => {
+  it('an old in-flight success cannot overwrite a newer cursor seek (setSubscriptionCursor while the call is held)', async () => {
     const src = '/s39/seek';
     const [cfg] = await api.append(src, itxCall('s', 'seek', 'now'));
     const oldCall = hold(cfg!.offset);

@@ -14,7 +14,8 @@
  * before the server noticed its old session ending (serveWorker re-registers on the new session):
  * it stays unreachable. With a second name registered in the same project the map survives and
  * replacement works (rpc-session.test.ts covers that case).
- * Expected (API.md §5): "re-registering a name replaces the old one": calls go to the new target.
+ * Expected (protocol §18.2): registering a name again replaces the previous registration: calls go
+ * to the new target.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connect, serveWorker } from '@rivulet/client';

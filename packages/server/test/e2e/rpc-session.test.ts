@@ -1,5 +1,5 @@
 /**
- * End-to-end: the RPC endpoint /v1/rpc (API.md §5, §6; protocol §7, §8). Connects with the SDK
+ * End-to-end: the RPC endpoint /v1/rpc (protocol §18.1, §18.2, §7, §8). Connects with the SDK
  * (`connect`) or with a raw Cap'n Web session over `ws` where the exact upgrade request matters:
  * every stream method over RPC, errors crossing with their code, authentication of the upgrade,
  * `workers.register/get/has` with replacement, unregistration, per-project names and the end of a

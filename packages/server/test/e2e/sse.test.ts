@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: SSE tails (API.md §3 `?live=sse`, SEMANTICS §9.6) — S10 replay then
- * live with no gap and no duplicate at the seam, Last-Event-ID — and S6 ephemeral events.
+ * End-to-end over real HTTP: SSE tails (protocol §5.2) — replay then live with no gap and no
+ * duplicate at the seam, Last-Event-ID — and ephemeral events (protocol §4.4).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -55,8 +55,8 @@ function expectDense(events: readonly CommittedEvent[], from: number, to: number
   expect(events.map((e) => e.offset)).toEqual(range(from, to));
 }
 
-describe('S10 SSE replay then live', () => {
-  it('S10 replay after afterOffset, then live, with no gap and no duplicate across the seam under concurrent appends', async () => {
+describe('SSE replay then live', () => {
+  it('replay after afterOffset, then live, with no gap and no duplicate across the seam under concurrent appends', async () => {
     const path = '/s10/seam';
     await api.append(
       path,
@@ -97,7 +97,7 @@ describe('S10 SSE replay then live', () => {
     }
   });
 
-  it('S10 a reader of a stream that does not exist yet receives its creation live, and creates nothing itself', async () => {
+  it('a reader of a stream that does not exist yet receives its creation live, and creates nothing itself', async () => {
     const path = '/s10/later';
     const tail = await openTail(api, path);
     try {
@@ -116,7 +116,7 @@ describe('S10 SSE replay then live', () => {
     }
   });
 
-  it('S10 a client reconnecting with Last-Event-ID continues exactly', async () => {
+  it('a client reconnecting with Last-Event-ID continues exactly', async () => {
     const path = '/s10/resume';
     await api.append(
       path,
@@ -145,7 +145,7 @@ describe('S10 SSE replay then live', () => {
     }
   });
 
-  it('S10 Last-Event-ID wins over afterOffset', async () => {
+  it('Last-Event-ID wins over afterOffset', async () => {
     const path = '/s10/wins';
     await api.append(
       path,
@@ -165,7 +165,7 @@ describe('S10 SSE replay then live', () => {
     }
   });
 
-  it('S10 afterOffset at or beyond the head replays nothing and goes live; eventTypes filters replay and live', async () => {
+  it('afterOffset at or beyond the head replays nothing and goes live; eventTypes filters replay and live', async () => {
     const path = '/s10/filter';
     await api.append(path, [{ type: 'keep' }, { type: 'drop' }, { type: 'keep' }]);
     const atHead = await openTail(api, path, { afterOffset: 4 });
@@ -186,7 +186,7 @@ describe('S10 SSE replay then live', () => {
     }
   });
 
-  it('S10 SSE rejects read-only parameters and a malformed Last-Event-ID before streaming', async () => {
+  it('SSE rejects read-only parameters and a malformed Last-Event-ID before streaming', async () => {
     const route = streamRoute('/s10/bad');
     expectError(
       await api.request('GET', `${route}${queryString({ live: 'sse', limit: 5 })}`),
@@ -246,8 +246,8 @@ describe('SSE lifetimes (protocol §5.2)', () => {
   });
 });
 
-describe('S6 ephemeral events', () => {
-  it('S6 ephemeral events take offsets and are readable only with includeEphemeral', async () => {
+describe('ephemeral events', () => {
+  it('ephemeral events take offsets and are readable only with includeEphemeral', async () => {
     const path = '/s6/read';
     const [a, e, b] = await api.append(path, [
       { type: 'a' },
@@ -279,7 +279,7 @@ describe('S6 ephemeral events', () => {
     expect(next!.offset).toBe(6);
   });
 
-  it('S6 ephemeral events reach SSE readers open at append time and are never replayed to later readers', async () => {
+  it('ephemeral events reach SSE readers open at append time and are never replayed to later readers', async () => {
     const path = '/s6/live';
     await api.append(path, { type: 'a' });
     const early = await openTail(api, path);
@@ -318,7 +318,7 @@ describe('S6 ephemeral events', () => {
     }
   });
 
-  it('S6 ephemeral events are retained for a bounded count; a pruned offset is never reused', async () => {
+  it('ephemeral events are retained for a bounded count; a pruned offset is never reused', async () => {
     const bounded = await startTestServer({ ephemeralRetentionCount: 2 });
     try {
       const path = '/s6/retention';
@@ -339,7 +339,7 @@ describe('S6 ephemeral events', () => {
     }
   });
 
-  it('S6 control events cannot be ephemeral', async () => {
+  it('control events cannot be ephemeral', async () => {
     const path = '/s6/control';
     expectError(
       await api.post(path, { type: PAUSED, ephemeral: true }),

@@ -1,6 +1,6 @@
 /**
- * End-to-end over real HTTP: the streams core scenarios S1–S5, S7, S8 and S44 (SCENARIOS.md),
- * SEMANTICS §1–2, §9.5, §9.9 and API.md §2–3.
+ * End-to-end over real HTTP: creation, atomic batches, idempotent repeats, round trips, reads,
+ * pause, destroy and authority (protocol §2–§6).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -30,8 +30,8 @@ async function listed(path: string): Promise<boolean> {
   return res.body.streams.some((s) => s.path === path);
 }
 
-describe('S1 the first touch creates a stream', () => {
-  it('S1 offset 1 is stream/created with a UUID streamId; caller events follow at 2, 3, …', async () => {
+describe('the first touch creates a stream', () => {
+  it('offset 1 is stream/created with a UUID streamId; caller events follow at 2, 3, …', async () => {
     const path = '/s1/orders';
     const [first] = await api.append(path, { type: 'shop.example/order-created', payload: { id: 7 } });
     expect(first).toMatchObject({ path, offset: 2, type: 'shop.example/order-created', payload: { id: 7 } });
@@ -63,7 +63,7 @@ describe('S1 the first touch creates a stream', () => {
     expect(runtime).toMatchObject({ streamMaxOffset: 4 });
   });
 
-  it('S1 a batch as the first touch: created at 1, the batch at 2.., each event stamped with the canonical path', async () => {
+  it('a batch as the first touch: created at 1, the batch at 2.., each event stamped with the canonical path', async () => {
     const events = await api.append('/s1/batch', [{ type: 'x' }, { type: 'y' }, { type: 'z' }]);
     expect(events.map((e) => [e.offset, e.type, e.path])).toEqual([
       [2, 'x', '/s1/batch'],
@@ -73,7 +73,7 @@ describe('S1 the first touch creates a stream', () => {
     for (const e of events) expect(Number.isNaN(Date.parse(e.createdAt))).toBe(false);
   });
 
-  it('S1 two streams get two different streamIds', async () => {
+  it('two streams get two different streamIds', async () => {
     await api.append('/s1/one', { type: 'x' });
     await api.append('/s1/two', { type: 'x' });
     const a = await api.read('/s1/one');
@@ -84,8 +84,8 @@ describe('S1 the first touch creates a stream', () => {
   });
 });
 
-describe('S2 a batch append is atomic', () => {
-  it('S2 one invalid event rejects the whole batch on a new stream: nothing is written, the stream is not created', async () => {
+describe('a batch append is atomic', () => {
+  it('one invalid event rejects the whole batch on a new stream: nothing is written, the stream is not created', async () => {
     const path = '/s2/new';
     const res = await api.post(path, [{ type: 'ok', idempotencyKey: 'k1' }, { type: 'bad', eventType: 'nope' }]);
     expectError(res, 'INVALID_INPUT', 'Unrecognized key');
@@ -94,7 +94,7 @@ describe('S2 a batch append is atomic', () => {
     expect(await listed(path)).toBe(false);
   });
 
-  it('S2 rejections found late in the batch (offset assertion, size, authority, pause) write nothing either', async () => {
+  it('rejections found late in the batch (offset assertion, size, authority, pause) write nothing either', async () => {
     const path = '/s2/existing';
     await api.append(path, { type: 'before' });
     const before = await api.read(path, { includeEphemeral: true });
@@ -133,8 +133,8 @@ describe('S2 a batch append is atomic', () => {
   });
 });
 
-describe('S3 idempotent repeat', () => {
-  it('S3 idempotent repeat returns the stored event at its original offset and writes nothing', async () => {
+describe('idempotent repeat', () => {
+  it('idempotent repeat returns the stored event at its original offset and writes nothing', async () => {
     const path = '/s3/repeat';
     const input = { type: 'order', payload: { id: 1, lines: [1, 2] }, metadata: { by: 'ci' }, idempotencyKey: 'order-1' };
     const [stored] = await api.append(path, input);
@@ -153,7 +153,7 @@ describe('S3 idempotent repeat', () => {
     expect(read.events.filter((e) => e.idempotencyKey === 'order-1')).toEqual([stored]);
   });
 
-  it('S3 a repeat inside a batch takes its stored position; duplicates inside one batch collapse', async () => {
+  it('a repeat inside a batch takes its stored position; duplicates inside one batch collapse', async () => {
     const path = '/s3/batch';
     const [stored] = await api.append(path, { type: 'a', idempotencyKey: 'k' });
     const events = await api.append(path, [
@@ -168,7 +168,7 @@ describe('S3 idempotent repeat', () => {
     expect((await api.read(path)).events.map((e) => e.type)).toEqual([CREATED, 'a', 'b', 'c']);
   });
 
-  it('S3 idempotent repeat stays quiet: an open SSE reader sees nothing for it', async () => {
+  it('idempotent repeat stays quiet: an open SSE reader sees nothing for it', async () => {
     const path = '/s3/quiet';
     await api.append(path, { type: 'a', idempotencyKey: 'q' });
     const tail = await openTail(api, path, { afterOffset: 2 });
@@ -184,7 +184,7 @@ describe('S3 idempotent repeat', () => {
     }
   });
 
-  it('S3 the same key with another body is CONFLICT (type, payload, metadata or ephemeral differ)', async () => {
+  it('the same key with another body is CONFLICT (type, payload, metadata or ephemeral differ)', async () => {
     const path = '/s3/conflict';
     await api.append(path, { type: 'a', payload: { v: 1 }, metadata: { m: 1 }, idempotencyKey: 'k' });
     const message = 'idempotency key "k" already names a different event (offset 2)';
@@ -205,7 +205,7 @@ describe('S3 idempotent repeat', () => {
     expect((await api.read(path)).streamMaxOffset).toBe(2);
   });
 
-  it('S3 a repeat with an offset assertion must name the stored offset', async () => {
+  it('a repeat with an offset assertion must name the stored offset', async () => {
     const path = '/s3/offset';
     await api.append(path, { type: 'a', idempotencyKey: 'k' });
     const [same] = await api.append(path, { type: 'a', idempotencyKey: 'k', offset: 2 });
@@ -218,8 +218,8 @@ describe('S3 idempotent repeat', () => {
   });
 });
 
-describe('S4 metadata round-trips', () => {
-  it('S4 metadata and payload round-trip through append, read and SSE; omitted fields stay omitted', async () => {
+describe('metadata round-trips', () => {
+  it('metadata and payload round-trip through append, read and SSE; omitted fields stay omitted', async () => {
     const path = '/s4/meta';
     const metadata = { by: 'ci', trace: { id: 'abc', spans: [1, 2.5, null, true] }, 'ünï': '✓ 😀', empty: {} };
     const payload = { nested: { deep: [{ x: 1 }] }, text: 'line\nbreak "quoted"' };
@@ -244,7 +244,7 @@ describe('S4 metadata round-trips', () => {
   });
 });
 
-describe('S5 reads', () => {
+describe('reads', () => {
   const path = '/s5/paging';
   let all: CommittedEvent[];
 
@@ -261,7 +261,7 @@ describe('S5 reads', () => {
     }
   });
 
-  it('S5 reads page at most 500 events', async () => {
+  it('reads page at most 500 events', async () => {
     const first = await api.read(path);
     expect(first.streamMaxOffset).toBe(620);
     expect(first.events).toHaveLength(500);
@@ -271,7 +271,7 @@ describe('S5 reads', () => {
     expect(all.map((e) => e.offset)).toEqual(Array.from({ length: 620 }, (_, i) => i + 1));
   });
 
-  it('S5 limit 1–500 is honoured; limit above 500 is INVALID_INPUT', async () => {
+  it('limit 1–500 is honoured; limit above 500 is INVALID_INPUT', async () => {
     expect((await api.read(path, { limit: 500 })).events).toHaveLength(500);
     expect((await api.read(path, { limit: 1 })).events.map((e) => e.offset)).toEqual([1]);
     expect((await api.read(path, { limit: 7, afterOffset: 10 })).events.map((e) => e.offset)).toEqual([
@@ -281,7 +281,7 @@ describe('S5 reads', () => {
     expectError(await api.request('GET', `${streamRoute(path)}?limit=0`), 'INVALID_INPUT', 'limit must be at least 1');
   });
 
-  it('S5 afterOffset and beforeOffset are exclusive bounds', async () => {
+  it('afterOffset and beforeOffset are exclusive bounds', async () => {
     const r = await api.read(path, { afterOffset: 5, beforeOffset: 9 });
     expect(r.events.map((e) => e.offset)).toEqual([6, 7, 8]);
     expect(r.streamMaxOffset).toBe(620);
@@ -293,7 +293,7 @@ describe('S5 reads', () => {
     expect((await api.read(path, { afterOffset: 0, beforeOffset: 2 })).events).toEqual([all[0]]);
   });
 
-  it('S5 eventTypes filters a comma list, combined with the bounds and the page limit', async () => {
+  it('eventTypes filters a comma list, combined with the bounds and the page limit', async () => {
     const threes = all.filter((e) => e.type === 'three');
     const r = await api.read(path, { eventTypes: 'three' });
     expect(r.events).toEqual(threes);
@@ -310,8 +310,8 @@ describe('S5 reads', () => {
   });
 });
 
-describe('S7 pause and resume', () => {
-  it('S7 a paused stream rejects appends with PRECONDITION_FAILED until stream/resumed', async () => {
+describe('pause and resume', () => {
+  it('a paused stream rejects appends with PRECONDITION_FAILED until stream/resumed', async () => {
     const path = '/s7/pause';
     await api.append(path, { type: 'a' });
     const [paused] = await api.append(path, { type: PAUSED, payload: { reason: 'maintenance window' } });
@@ -337,7 +337,7 @@ describe('S7 pause and resume', () => {
     expect(b!.offset).toBe(5);
   });
 
-  it('S7 a batch [resumed, x] on a paused stream is accepted', async () => {
+  it('a batch [resumed, x] on a paused stream is accepted', async () => {
     const path = '/s7/batch';
     await api.append(path, { type: PAUSED });
     expect((await api.state(path)).core).toMatchObject({ paused: true, pauseReason: null });
@@ -351,7 +351,7 @@ describe('S7 pause and resume', () => {
     expect((await api.state(path)).core).toMatchObject({ paused: true, pauseReason: 'again', eventCount: 5 });
   });
 
-  it('S7 an idempotent repeat is answered while paused; pause payloads are validated', async () => {
+  it('an idempotent repeat is answered while paused; pause payloads are validated', async () => {
     const path = '/s7/repeat';
     const [stored] = await api.append(path, { type: 'a', idempotencyKey: 'k' });
     await api.append(path, { type: PAUSED });
@@ -363,8 +363,8 @@ describe('S7 pause and resume', () => {
   });
 });
 
-describe('S8 destroy', () => {
-  it('S8 destroy erases a stream; the next append recreates it with a new streamId from offset 1', async () => {
+describe('destroy', () => {
+  it('destroy erases a stream; the next append recreates it with a new streamId from offset 1', async () => {
     const path = '/s8/destroy';
     await api.append(path, [{ type: 'a', idempotencyKey: 'k' }, { type: 'b' }, { type: 'c', ephemeral: true }]);
     const before = await api.read(path);
@@ -388,7 +388,7 @@ describe('S8 destroy', () => {
     expect((await api.state(path)).core).toMatchObject({ streamId: after.streamId, eventCount: 2, maxOffset: 2 });
   });
 
-  it('S8 an open SSE reader gets event: destroyed and the response ends', async () => {
+  it('an open SSE reader gets event: destroyed and the response ends', async () => {
     const path = '/s8/sse';
     await api.append(path, { type: 'a' });
     const tail = await openTail(api, path);
@@ -416,14 +416,14 @@ describe('S8 destroy', () => {
     }
   });
 
-  it('S8 destroying a stream that does not exist answers destroyed and creates nothing', async () => {
+  it('destroying a stream that does not exist answers destroyed and creates nothing', async () => {
     await api.destroy('/s8/never');
     expect(await api.read('/s8/never')).toEqual({ streamId: null, streamMaxOffset: 0, events: [] });
     expect(await listed('/s8/never')).toBe(false);
   });
 });
 
-describe('S44 authority', () => {
+describe('authority', () => {
   const forbidden: { name: string; input: Record<string, unknown>; message: string }[] = [
     {
       name: 'source.copiedFrom',
@@ -456,7 +456,7 @@ describe('S44 authority', () => {
   ];
 
   for (const { name, input, message } of forbidden) {
-    it(`S44 public callers cannot append ${name} (FORBIDDEN), alone or in a batch, and nothing is appended`, async () => {
+    it(`public callers cannot append ${name} (FORBIDDEN), alone or in a batch, and nothing is appended`, async () => {
       const fresh = `/s44/new-${name.replace(/[^a-z]/g, '')}`;
       expectError(await api.post(fresh, input as { type: string }), 'FORBIDDEN', message);
       expectError(await api.post(fresh, [{ type: 'ok' }, input as { type: string }]), 'FORBIDDEN', `events[1]: `);

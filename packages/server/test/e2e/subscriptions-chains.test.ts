@@ -1,6 +1,6 @@
 /**
  * End-to-end over real HTTP: chains of copy subscriptions, the cycle and hop guards and their drop
- * audits (SCENARIOS S26; design page "Copied event validation"; SEMANTICS §5.5, §9.2).
+ * audits (protocol §13.2–§13.4).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Limits, type CommittedEvent } from '@rivulet/contract';
@@ -45,8 +45,8 @@ async function chain(streams: string[], keyOf: (i: number) => string): Promise<{
 
 const audits = (events: CommittedEvent[]) => events.filter((e) => e.type === EventType.errorOccurred);
 
-describe('S26 chains of copies', () => {
-  it('S26 a chain of seven streams keeps every hop in order; closing the loop drops the event as a cycle with one audit', async () => {
+describe('chains of copies', () => {
+  it('a chain of seven streams keeps every hop in order; closing the loop drops the event as a cycle with one audit', async () => {
     const streams = Array.from({ length: 7 }, (_, i) => `/s26/c${i + 1}`);
     const links = await chain(streams, (i) => `next-${i + 1}`);
     // The six sources exist (each configure created its source); the seventh appears with its first copy.
@@ -100,7 +100,7 @@ describe('S26 chains of copies', () => {
     }
   });
 
-  it('S26 a reciprocal wildcard pair drops the returning copy once and cannot manufacture audits', async () => {
+  it('a reciprocal wildcard pair drops the returning copy once and cannot manufacture audits', async () => {
     const a = '/s26/pair-a';
     const b = '/s26/pair-b';
     await subscribe(api, b, { sourceStreamPath: a, subscriptionKey: 'a-to-b' });
@@ -120,7 +120,7 @@ describe('S26 chains of copies', () => {
     expect((audits(logA)[0]!.payload as { drop: { reason: string } }).drop.reason).toBe('cycle');
   });
 
-  it('S26 a copy whose chain already holds 32 hops is dropped as hop-limit; a stored chain never exceeds 32', async () => {
+  it('a copy whose chain already holds 32 hops is dropped as hop-limit; a stored chain never exceeds 32', async () => {
     expect(Limits.maxHops).toBe(32);
     // /s26/h0 → … → /s26/h33: the copy on h32 carries 32 hops; the next link must drop it.
     const streams = Array.from({ length: 34 }, (_, i) => `/s26/h${i}`);

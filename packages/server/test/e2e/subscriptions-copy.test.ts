@@ -1,7 +1,6 @@
 /**
- * End-to-end over real HTTP: durable copy-to-stream subscriptions (SCENARIOS S18–S23, S25, S27,
- * and the subscription halves of S3 and S6), as the design page (spec/000), SEMANTICS §2–5, §9 and
- * API.md §3 describe them.
+ * End-to-end over real HTTP: durable copy-to-stream subscriptions (protocol §9–§14), and what they
+ * never deliver: ephemeral events and idempotent repeats (§4.2, §4.4, §12.3).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -63,8 +62,8 @@ function body(event: CommittedEvent): Pick<CommittedEvent, 'type' | 'payload' | 
   };
 }
 
-describe('S18 configure commits on the source alone', () => {
-  it('S18 the receiver does not exist until the first copy; then its inbound record is the stamp and one event', async () => {
+describe('configure commits on the source alone', () => {
+  it('the receiver does not exist until the first copy; then its inbound record is the stamp and one event', async () => {
     const src = '/s18/src';
     const recv = '/s18/recv';
     await api.append(src, { type: 'before' });
@@ -125,8 +124,8 @@ describe('S18 configure commits on the source alone', () => {
   });
 });
 
-describe('S19 a bare subscribeToEventsFrom', () => {
-  it('S19 without idempotencyKey it is INVALID_INPUT before anything is appended', async () => {
+describe('a bare subscribeToEventsFrom', () => {
+  it('without idempotencyKey it is INVALID_INPUT before anything is appended', async () => {
     const src = '/s19/refused-src';
     const recv = '/s19/refused-recv';
     const fresh = await command(api, recv, 'subscribeToEventsFrom', { sourceStreamPath: src });
@@ -141,7 +140,7 @@ describe('S19 a bare subscribeToEventsFrom', () => {
     expect((await api.state(src)).core!.subscriptions.outbound.byKey).toEqual({});
   });
 
-  it('S19 generates subscription:<offset>, starts now, retries return the same key and event, copies later control events as inert data', async () => {
+  it('generates subscription:<offset>, starts now, retries return the same key and event, copies later control events as inert data', async () => {
     const src = '/s19/src';
     const recv = '/s19/recv';
     await api.append(src, { type: 'old' });
@@ -221,8 +220,8 @@ describe('S19 a bare subscribeToEventsFrom', () => {
   });
 });
 
-describe('S20 a copy honours its filter and records an exact hop', () => {
-  it('S20 types and a JSONata condition select; each copy has the exact hop, the visible copy key, the original body', async () => {
+describe('a copy honours its filter and records an exact hop', () => {
+  it('types and a JSONata condition select; each copy has the exact hop, the visible copy key, the original body', async () => {
     const src = '/s20/src';
     const recv = '/s20/recv';
     const answer = await subscribe(api, recv, {
@@ -262,7 +261,7 @@ describe('S20 a copy honours its filter and records an exact hop', () => {
         },
       });
     });
-    // The hop spells every field of the design page.
+    // The hop spells every field of protocol §13.2.
     expect(Object.keys(lastHop(copies[0]!)).sort()).toEqual(
       ['createdAt', 'cursorChangedAtSourceOffset', 'offset', 'path', 'projectId', 'streamCreatedAt', 'streamId', 'subscriptionKey', 'type'].sort(),
     );
@@ -276,7 +275,7 @@ describe('S20 a copy honours its filter and records an exact hop', () => {
     });
   });
 
-  it('S20 retries caused by a temporarily paused receiver leave exactly one copy per source event', async () => {
+  it('retries caused by a temporarily paused receiver leave exactly one copy per source event', async () => {
     const papi = patient.api;
     const src = '/s20/retry-src';
     const recv = '/s20/retry-recv';
@@ -304,8 +303,8 @@ describe('S20 a copy honours its filter and records an exact hop', () => {
   });
 });
 
-describe('S21 a copy transform', () => {
-  it('S21 shapes type/payload/metadata, omitted fields copy verbatim; hop, provenance and copy key are untouched', async () => {
+describe('a copy transform', () => {
+  it('shapes type/payload/metadata, omitted fields copy verbatim; hop, provenance and copy key are untouched', async () => {
     const src = '/s21/src';
     const shapedA = '/s21/a';
     const shapedB = '/s21/b';
@@ -362,8 +361,8 @@ describe('S21 a copy transform', () => {
   });
 });
 
-describe('S22 setSubscriptionCursor', () => {
-  it('S22 copies the same source offset again under the new cursorChangedAtSourceOffset; numEventsReceived counts both', async () => {
+describe('setSubscriptionCursor', () => {
+  it('copies the same source offset again under the new cursorChangedAtSourceOffset; numEventsReceived counts both', async () => {
     const src = '/s22/src';
     const recv = '/s22/recv';
     const items = await api.append(src, [{ type: 'item', payload: { i: 'a' } }, { type: 'item', payload: { i: 'b' } }]);
@@ -408,8 +407,8 @@ describe('S22 setSubscriptionCursor', () => {
   });
 });
 
-describe('S23 replacing a key', () => {
-  it('S23 starts a new run (start: beginning replays), runtime rows never repeat configuration, the old receiver keeps inert history', async () => {
+describe('replacing a key', () => {
+  it('starts a new run (start: beginning replays), runtime rows never repeat configuration, the old receiver keeps inert history', async () => {
     const src = '/s23/src';
     const recv = '/s23/recv';
     const recv2 = '/s23/recv2';
@@ -445,7 +444,7 @@ describe('S23 replacing a key', () => {
     ]);
     expect(await inboundOf(api, recv, src, 'r')).toMatchObject({ cursorChangedAtSourceOffset: 6, numEventsReceived: 4 });
 
-    // :state runtime.subscriptions holds progress only (API.md §9), never the configuration.
+    // :state runtime.subscriptions holds progress only (protocol §11), never the configuration.
     const stateRes = await api.request('GET', '/v1/streams/s23/src:state');
     const runtime = (stateRes.body as { runtime: { subscriptions: Record<string, Record<string, unknown>> } }).runtime;
     expect(Object.keys(runtime.subscriptions)).toEqual(['r']);
@@ -474,8 +473,8 @@ describe('S23 replacing a key', () => {
   });
 });
 
-describe('S25 repeating an identical receive command', () => {
-  it('S25 returns the original event, appends nothing and keeps the "now" cursor of its run', async () => {
+describe('repeating an identical receive command', () => {
+  it('returns the original event, appends nothing and keeps the "now" cursor of its run', async () => {
     const src = '/s25/src';
     const recv = '/s25/recv';
     await api.append(src, { type: 'x', payload: { early: true } });
@@ -524,8 +523,8 @@ describe('S25 repeating an identical receive command', () => {
   });
 });
 
-describe('S27 unsubscribeFromEvents', () => {
-  it('S27 removes the subscription on the source; later events do not arrive; a second call answers already-absent', async () => {
+describe('unsubscribeFromEvents', () => {
+  it('removes the subscription on the source; later events do not arrive; a second call answers already-absent', async () => {
     const src = '/s27/src';
     const recv = '/s27/recv';
     const marker = '/s27/marker';
@@ -572,7 +571,7 @@ describe('S27 unsubscribeFromEvents', () => {
   });
 });
 
-describe('receiving streams (SEMANTICS §7, §9.9)', () => {
+describe('receiving streams (protocol §9.3, §12.10)', () => {
   it('receivingStreamPath is stored canonical and the copies land on the canonical stream', async () => {
     const src = '/canon/src';
     const [event] = await api.append(src, configured({ subscriptionKey: 'c', filter: { eventTypes: ['e'] }, receiver: copyTo(' canon/./x/../recv ') }));
@@ -609,8 +608,8 @@ describe('receiving streams (SEMANTICS §7, §9.9)', () => {
   });
 });
 
-describe('S6 / S3 what durable subscriptions never deliver', () => {
-  it('S6 ephemeral events are never delivered; the cursor passes over them', async () => {
+describe('what durable subscriptions never deliver', () => {
+  it('ephemeral events are never delivered; the cursor passes over them', async () => {
     const src = '/s6sub/src';
     const recv = '/s6sub/recv';
     await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'e', filter: { eventTypes: ['d', 'e'] }, delivery: { start: 'beginning' } });
@@ -627,7 +626,7 @@ describe('S6 / S3 what durable subscriptions never deliver', () => {
     expect((await allEvents(api, recv)).some((e) => e.ephemeral)).toBe(false);
   });
 
-  it('S3 an idempotent repeat on the source is not delivered again', async () => {
+  it('an idempotent repeat on the source is not delivered again', async () => {
     const src = '/s3sub/src';
     const recv = '/s3sub/recv';
     await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'once' });

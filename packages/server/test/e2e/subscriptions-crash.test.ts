@@ -1,5 +1,5 @@
 /**
- * Copy subscriptions survive `kill -9` (SCENARIOS S11 with S20/S40; SEMANTICS §5, §7: copies are
+ * Copy subscriptions survive `kill -9` (protocol §12.2, §12.7, §12.9, §13.2: copies are
  * exactly-once per run). The built CLI runs as a child process. A source with four copy
  * subscriptions (wildcard, JSONata condition, event types, transform; all `start: beginning`) is
  * appended to by concurrent writers while the server is SIGKILLed repeatedly — three times in the
@@ -142,7 +142,7 @@ function shaped(sub: Sub, event: CommittedEvent): Pick<CommittedEvent, 'type' | 
 }
 
 describe('copy subscriptions across kill -9', () => {
-  it('S11/S20/S40 every matching durable source event is on every receiver exactly once, in order, after repeated kill -9', async () => {
+  it('every matching durable source event is on every receiver exactly once, in order, after repeated kill -9', async () => {
     const { dir, remove } = await tempDir('rivulet-subcrash-');
     cleanups.push(remove);
     const random = seeded(20260317);

@@ -1,13 +1,13 @@
 /**
  * End-to-end over real HTTP: failing copy deliveries — a throwing condition, halts and resume, a
- * paused receiver, and what /metrics shows meanwhile (SCENARIOS S28–S30; SEMANTICS §4, §5.2–5.4,
- * §9.10; API.md §9).
+ * paused receiver, and what /metrics shows meanwhile (protocol §12.3–§12.5, §13.6, §9.7, §14.4,
+ * §14.5, §11, §15.2).
  *
  * How a copy subscription is made to halt for real: a paused receiving stream refuses copies, which
  * the sender treats as an *unavailable* receiver — it backs off and counts towards the halt ladder
- * but never skips (SEMANTICS §5.4). With maxDeliveryAttempts 3 it halts after three refusals, and
- * unlike a throwing condition (S28, deterministic on the event) the cause can be removed again by
- * resuming the receiver, so resumeSubscription (S29) can then deliver.
+ * but never skips (protocol §12.4). With maxDeliveryAttempts 3 it halts after three refusals, and
+ * unlike a throwing condition (deterministic on the event) the cause can be removed again by
+ * resuming the receiver, so resumeSubscription can then deliver.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -63,8 +63,8 @@ async function haltByPausedReceiver(a: Api, src: string, recv: string, key: stri
   return { appended, entry };
 }
 
-describe('S28 a JSONata condition that throws', () => {
-  it('S28 retries in order, records lastError, never passes the failing event; one audit; halts after maxDeliveryAttempts', async () => {
+describe('a JSONata condition that throws', () => {
+  it('retries in order, records lastError, never passes the failing event; one audit; halts after maxDeliveryAttempts', async () => {
     const src = '/s28/src';
     const recv = '/s28/recv';
     const condition = 'payload.bad = true ? $error("boom") : true';
@@ -106,8 +106,8 @@ describe('S28 a JSONata condition that throws', () => {
   });
 });
 
-describe('S28 more ordered failures', () => {
-  it('S28 resuming a subscription whose condition still throws halts it again; the audit stays one (idempotent per key, run and offset)', async () => {
+describe('more ordered failures', () => {
+  it('resuming a subscription whose condition still throws halts it again; the audit stays one (idempotent per key, run and offset)', async () => {
     const src = '/s28/again-src';
     const recv = '/s28/again-recv';
     await subscribe(api, recv, {
@@ -127,7 +127,7 @@ describe('S28 more ordered failures', () => {
     expect(offsetsOf(await copiesOn(api, recv))).toEqual([bad!.offset - 1]);
   });
 
-  it('S28 a halt persists at most 4096 characters of a long error', async () => {
+  it('a halt persists at most 4096 characters of a long error', async () => {
     // The server logs every halt with its error: keep 4 KiB of "x" out of the test output.
     const quiet = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     onTestFinished(() => quiet.mockRestore());
@@ -145,7 +145,7 @@ describe('S28 more ordered failures', () => {
     expect((audit.payload as { error: string }).error.length).toBeLessThanOrEqual(4096);
   });
 
-  it('S28 a transform that throws on one event is an ordered failure too: the prefix is copied, the event never passes', async () => {
+  it('a transform that throws on one event is an ordered failure too: the prefix is copied, the event never passes', async () => {
     const src = '/s28/transform-src';
     const recv = '/s28/transform-recv';
     await subscribe(api, recv, {
@@ -172,8 +172,8 @@ describe('S28 more ordered failures', () => {
   });
 });
 
-describe('S29 a halted subscription', () => {
-  it('S29 holds new events; resumeSubscription delivers them from the existing cursor and clears deliveryHalted', async () => {
+describe('a halted subscription', () => {
+  it('holds new events; resumeSubscription delivers them from the existing cursor and clears deliveryHalted', async () => {
     const src = '/s29/src';
     const recv = '/s29/recv';
     const marker = '/s29/marker';
@@ -200,7 +200,7 @@ describe('S29 a halted subscription', () => {
     expect(offsetsOf(await copiesOn(api, recv))).toEqual([e1!.offset]);
     expect(await runtimeOf(api, src, 'h')).toMatchObject({ acknowledgedOffset: e1!.offset, nextAttemptAt: null, inFlightDeadlineAt: null });
 
-    // Repeating the identical subscribe while halted returns the original event and appends nothing (SEMANTICS §2.2).
+    // Repeating the identical subscribe while halted returns the original event and appends nothing (protocol §14.1).
     const head = await headOf(api, src);
     expect(await subscribe(api, recv, body)).toEqual(original);
     expect(await headOf(api, src)).toBe(head);
@@ -216,7 +216,7 @@ describe('S29 a halted subscription', () => {
     expect((await outboundOf(api, src, 'h'))!.deliveryHalted).toBeUndefined();
   });
 
-  it('S29 resumeSubscription when not halted answers {event: null}; setSubscriptionCursorAndResume answers {cursorSet, resumed}', async () => {
+  it('resumeSubscription when not halted answers {event: null}; setSubscriptionCursorAndResume answers {cursorSet, resumed}', async () => {
     const src = '/s29/cmd-src';
     const recv = '/s29/cmd-recv';
     await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'h', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
@@ -260,7 +260,7 @@ describe('S29 a halted subscription', () => {
   });
 });
 
-describe('S30 a copy into a paused receiver', () => {
+describe('a copy into a paused receiver', () => {
   let patient: TestServer;
   let papi: Api;
   beforeAll(async () => {
@@ -271,7 +271,7 @@ describe('S30 a copy into a paused receiver', () => {
     await patient?.close();
   });
 
-  it('S30 backs off (lastError mentions the pause, attempt grows), never halts or skips, and lands after stream/resumed', async () => {
+  it('backs off (lastError mentions the pause, attempt grows), never halts or skips, and lands after stream/resumed', async () => {
     const src = '/s30/src';
     const recv = '/s30/recv';
     await subscribe(papi, recv, { sourceStreamPath: src, subscriptionKey: 'p', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });

@@ -1,14 +1,13 @@
 /**
- * End-to-end: the receiver's passive inbound fence and per-run copy identity (SCENARIOS S24, the
- * redelivery half of S20, and the copy half of S39; design page "Stamps and the passive inbound
- * fence"; SEMANTICS §5.3, §5.5, §7).
+ * End-to-end: the receiver's passive inbound fence and per-run copy identity (protocol §13.1,
+ * §13.2), and late results of a superseded run for copies (§12.4).
  *
  * Delayed or repeated batches cannot be produced over HTTP on demand, so these tests use the
  * in-process server object: `service.actor(projectId, path)` is the receiving StreamActor and its
  * `receiveCopies(batch)` is exactly the trusted entry point the delivery engine calls. Hand-built
- * batches go straight to it; for S39 the actor's entry point is wrapped to hold real deliveries
- * until the test lets them through, which makes the in-flight race deterministic. Everything
- * observed is observed over HTTP.
+ * batches go straight to it; for the late results the actor's entry point is wrapped to hold real
+ * deliveries until the test lets them through, which makes the in-flight race deterministic.
+ * Everything observed is observed over HTTP.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -82,8 +81,8 @@ async function snapshot(a: Api, path: string) {
 
 const hopsOf = (copies: CommittedEvent[]) => copies.map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset]);
 
-describe('S24 the receiver fence', () => {
-  it('S24 a delayed batch from a superseded configuration is rejected and changes nothing', async () => {
+describe('the receiver fence', () => {
+  it('a delayed batch from a superseded configuration is rejected and changes nothing', async () => {
     const src = '/s24/src';
     const recv = '/s24/recv';
     const items = await api.append(src, [{ type: 'item', payload: { i: 1 } }, { type: 'item', payload: { i: 2 } }]);
@@ -114,7 +113,7 @@ describe('S24 the receiver fence', () => {
     expect(await snapshot(api, recv)).toEqual(before);
   });
 
-  it('S24 a batch from a destroyed-and-recreated source is accepted from offset 1 again; a stale one of the old lifetime is not', async () => {
+  it('a batch from a destroyed-and-recreated source is accepted from offset 1 again; a stale one of the old lifetime is not', async () => {
     const src = '/s24/life-src';
     const recv = '/s24/life-recv';
     const oldItems = await api.append(src, [{ type: 'item', payload: { life: 1, i: 1 } }, { type: 'item', payload: { life: 1, i: 2 } }, { type: 'item', payload: { life: 1, i: 3 } }]);
@@ -169,8 +168,8 @@ describe('S24 the receiver fence', () => {
   });
 });
 
-describe('S20 a re-delivered identical batch appends nothing', () => {
-  it('S20 the same batch of the same run, delivered again through the trusted path, collapses onto the stored copies', async () => {
+describe('a re-delivered identical batch appends nothing', () => {
+  it('the same batch of the same run, delivered again through the trusted path, collapses onto the stored copies', async () => {
     const src = '/s20fence/src';
     const recv = '/s20fence/recv';
     const items = await api.append(src, [
@@ -194,14 +193,14 @@ describe('S20 a re-delivered identical batch appends nothing', () => {
     expect(await snapshot(api, recv)).toEqual(before);
     // A transform that is not deterministic ($now(), random ids) shapes a different body on the
     // redelivery: the copy identity names the source fact of the run, so it still collapses
-    // instead of wedging the subscription with a CONFLICT (SEMANTICS §8).
+    // instead of wedging the subscription with a CONFLICT (protocol §13.2).
     const reshaped = { ...again, events: again.events.map((e) => ({ ...e, shaped: { ...e.shaped, payload: { at: new Date().toISOString() } } })) };
     await receivingActor(server, recv).receiveCopies(reshaped);
     expect(await snapshot(api, recv)).toEqual(before);
   });
 });
 
-// ------------------------------------------------------------------------------------- S39
+// ------------------------------------------------------------- late results of a superseded run
 
 interface Held {
   batch: CopyBatch;
@@ -238,7 +237,7 @@ function holdDeliveries(actor: StreamActor): { held: Held[]; release(): void } {
   };
 }
 
-describe('S39 (copy part) late results of a superseded run', () => {
+describe('late results of a superseded run (copies)', () => {
   let s39: TestServer;
   let s39api: Api;
   const restore: (() => void)[] = [];
@@ -255,7 +254,7 @@ describe('S39 (copy part) late results of a superseded run', () => {
     await s39?.close();
   });
 
-  it('S39 an old in-flight success cannot overwrite a newer cursor seek', async () => {
+  it('an old in-flight success cannot overwrite a newer cursor seek', async () => {
     const src = '/s39/seek-src';
     const recv = '/s39/seek-recv';
     const items = await s39api.append(
@@ -298,7 +297,7 @@ describe('S39 (copy part) late results of a superseded run', () => {
     expect(hold.held.length).toBe(2);
   });
 
-  it('S39 an old in-flight failure cannot delay or fail a same-key replacement', async () => {
+  it('an old in-flight failure cannot delay or fail a same-key replacement', async () => {
     const src = '/s39/replace-src';
     const recv = '/s39/replace-recv';
     const items = await s39api.append(src, [{ type: 'item', payload: { i: 1 } }, { type: 'item', payload: { i: 2 } }]);

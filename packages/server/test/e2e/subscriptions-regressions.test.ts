@@ -1,5 +1,5 @@
 /**
- * End-to-end regressions of subscriptions: each pins a deviation from SEMANTICS / the design page
+ * End-to-end regressions of subscriptions: each pins a deviation from protocol §9–§14
  * found while writing test/e2e/subscriptions-*.test.ts, fixed since.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
@@ -25,12 +25,12 @@ afterAll(async () => {
  *
  * packages/server/src/engine/delivery/sender.ts (deliverOnce, the `condition-error` branch):
  *   message: `subscription "${key}" filter.jsonataCondition threw on offset ${…}: ${collected.error}`,
- * cuts `error` (cut(collected.error)) but not the text inside `message`. SEMANTICS §5.4: "Error
- * text persisted in events is cut at 4096 characters." With a 5000-character error the audit's
- * message is 5060 characters; with an error larger than an event (1 MiB) the audit cannot be
- * appended at all (PAYLOAD_TOO_LARGE, logged as an internal error on every attempt), so the
- * "exactly one error-occurred audit" of S28 / SEMANTICS §5.2 is missing. Fix: use the cut text in
- * the message too (and cut the message as a whole).
+ * cuts `error` (cut(collected.error)) but not the text inside `message`. Protocol §12.3: error
+ * text the engine writes into an event is cut at 4096 characters. With a 5000-character error the
+ * audit's message is 5060 characters; with an error larger than an event (1 MiB) the audit cannot
+ * be appended at all (PAYLOAD_TOO_LARGE, logged as an internal error on every attempt), so the one
+ * error-occurred audit of protocol §12.3 is missing. Fix: use the cut text in the message too (and
+ * cut the message as a whole).
  */
 describe('BUG: the condition audit message carries the uncut error', () => {
   const quiet = () => {
@@ -38,7 +38,7 @@ describe('BUG: the condition audit message carries the uncut error', () => {
     onTestFinished(() => spy.mockRestore());
   };
 
-  it('S28 a 5000-character error: the audit persists at most 4096 characters of it', async () => {
+  it('a 5000-character error: the audit persists at most 4096 characters of it', async () => {
     quiet();
     const src = '/pending/long-src';
     await subscribe(api, '/pending/long-recv', {
@@ -56,7 +56,7 @@ describe('BUG: the condition audit message carries the uncut error', () => {
     expect(/x+/.exec(message)![0].length).toBeLessThanOrEqual(4096);
   });
 
-  it('S28 an error larger than an event: the one audit is still appended and nothing is logged as internal', async () => {
+  it('an error larger than an event: the one audit is still appended and nothing is logged as internal', async () => {
     quiet();
     const src = '/pending/huge-src';
     await subscribe(api, '/pending/huge-recv', {

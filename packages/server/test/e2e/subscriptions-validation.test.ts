@@ -1,7 +1,6 @@
 /**
  * End-to-end over real HTTP: what subscription control events and commands refuse, and that a
- * refusal commits nothing (SCENARIOS S31, S43, the subscription part of S44, S45; design page
- * "The configuration event", "Authority boundaries", "Bounds"; SEMANTICS §3, §9.7; API.md §4).
+ * refusal commits nothing (protocol §3.5, §9.1–§9.3, §9.5, §9.8, §14.6, §7).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import jsonata from 'jsonata';
@@ -53,7 +52,7 @@ async function refused(
 
 const HALT = { start: 'now', onFailingEvent: 'halt' } as const;
 
-describe('S43 invalid combinations never commit', () => {
+describe('invalid combinations never commit', () => {
   const src = '/s43/src';
   const recv = '/s43/recv';
 
@@ -163,14 +162,14 @@ describe('S43 invalid combinations never commit', () => {
   ];
 
   for (const c of cases) {
-    it(`S43 ${c.name} is INVALID_INPUT and commits nothing`, async () => {
+    it(`${c.name} is INVALID_INPUT and commits nothing`, async () => {
       await refused(() => api.post(src, configured(c.payload)), 'INVALID_INPUT', c.message, [src, recv]);
       // Also inside a batch after a valid event: the whole batch is refused.
       await refused(() => api.post(src, [{ type: 'valid' }, configured(c.payload)]), 'INVALID_INPUT', c.message, [src, recv]);
     });
   }
 
-  it('S43 a bad JSONata condition and a bad transform: the message carries JSONata\'s message, details carry its position', async () => {
+  it('a bad JSONata condition and a bad transform: the message carries JSONata\'s message, details carry its position', async () => {
     const condition = jsonataFailure(badCondition);
     const conditionError = await refused(
       () => api.post(src, configured({ filter: { jsonataCondition: badCondition }, receiver: copyTo(recv) })),
@@ -211,7 +210,7 @@ describe('S43 invalid combinations never commit', () => {
     );
   });
 
-  it('S43 subscribeToEventsFrom refuses a stream subscribing to itself (also via "..") and unknown keys', async () => {
+  it('subscribeToEventsFrom refuses a stream subscribing to itself (also via "..") and unknown keys', async () => {
     await refused(
       () => command(api, recv, 'subscribeToEventsFrom', { sourceStreamPath: '/s43/x/../recv', subscriptionKey: 'self' }),
       'INVALID_INPUT',
@@ -246,7 +245,7 @@ describe('S43 invalid combinations never commit', () => {
     expect(listed.body.streams.map((s) => s.path).filter((p) => p.includes('\ufffd') || p.includes('bad'))).toEqual([]);
   });
 
-  it('S43 a cursor-set beyond the head is INVALID_INPUT, raw and through setSubscriptionCursor', async () => {
+  it('a cursor-set beyond the head is INVALID_INPUT, raw and through setSubscriptionCursor', async () => {
     const head = await headOf(api, src);
     const beyond = `afterOffset ${head + 1} is beyond this stream's current maximum offset ${head}`;
     await refused(
@@ -262,7 +261,7 @@ describe('S43 invalid combinations never commit', () => {
       beyond,
       [src, recv],
     );
-    // Not safe non-negative integers (SEMANTICS §3).
+    // Not safe non-negative integers (protocol §9.5).
     for (const afterOffset of [-1, 1.5, '2', null]) {
       await refused(() => command(api, src, 'setSubscriptionCursor', { subscriptionKey: 'k', afterOffset }), 'INVALID_INPUT', 'afterOffset', [src, recv]);
     }
@@ -272,8 +271,8 @@ describe('S43 invalid combinations never commit', () => {
   });
 });
 
-describe('S31 the bound of 64 subscriptions per source and receiving stream', () => {
-  it('S31 the 64th is accepted, the 65th is LIMIT_EXCEEDED both raw and through subscribeToEventsFrom, nothing appended', async () => {
+describe('the bound of 64 subscriptions per source and receiving stream', () => {
+  it('the 64th is accepted, the 65th is LIMIT_EXCEEDED both raw and through subscribeToEventsFrom, nothing appended', async () => {
     const src = '/s31/src';
     const recv = '/s31/recv';
     const sub = (i: number): EventInput => configured({ subscriptionKey: `k${i}`, filter: { eventTypes: ['never'] }, receiver: copyTo(recv) });
@@ -311,8 +310,8 @@ describe('S31 the bound of 64 subscriptions per source and receiving stream', ()
   });
 });
 
-describe('S44 authority over subscription facts', () => {
-  it('S44 public callers cannot append subscription-delivery-halted or an event carrying source.copiedFrom (FORBIDDEN)', async () => {
+describe('authority over subscription facts', () => {
+  it('public callers cannot append subscription-delivery-halted or an event carrying source.copiedFrom (FORBIDDEN)', async () => {
     const path = '/s44sub/stream';
     await api.append(path, [{ type: 'x' }, configured({ subscriptionKey: 'k', receiver: copyTo('/s44sub/recv') })]);
     const hop = {
@@ -350,8 +349,8 @@ describe('S44 authority over subscription facts', () => {
   });
 });
 
-describe('S45 commands on a missing key', () => {
-  it('S45 setSubscriptionCursor, resumeSubscription and setSubscriptionCursorAndResume are NOT_FOUND and append nothing', async () => {
+describe('commands on a missing key', () => {
+  it('setSubscriptionCursor, resumeSubscription and setSubscriptionCursorAndResume are NOT_FOUND and append nothing', async () => {
     const src = '/s45/src';
     await api.append(src, [{ type: 'x' }, configured({ subscriptionKey: 'present', receiver: copyTo('/s45/recv') })]);
     const calls: [string, Record<string, unknown>][] = [
@@ -368,7 +367,7 @@ describe('S45 commands on a missing key', () => {
     expect(await api.state('/s45/nowhere')).toEqual({ core: null, runtime: null });
   });
 
-  it('S45 raw appends of removed, cursor-set and resumed naming a missing key are NOT_FOUND (SEMANTICS §9.7)', async () => {
+  it('raw appends of removed, cursor-set and resumed naming a missing key are NOT_FOUND (protocol §9.8)', async () => {
     const src = '/s45/raw';
     await api.append(src, [{ type: 'x' }, configured({ subscriptionKey: 'present', receiver: copyTo('/s45/raw-recv') })]);
     const raw: EventInput[] = [

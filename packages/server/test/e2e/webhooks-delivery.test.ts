@@ -1,6 +1,6 @@
 /**
  * End-to-end over real HTTP: webhook-post from a real server to a real HTTP receiver on loopback
- * (SCENARIOS S36–S38, the outage test of issue 4; API.md §7, §8; protocol §17). Open mode, so
+ * (protocol §17, and the outage test of issue 4). Open mode, so
  * private webhooks are allowed and the receiver can live on 127.0.0.1.
  */
 import { statSync } from 'node:fs';
@@ -55,7 +55,7 @@ async function configure(api: Api, path: string, event: ReturnType<typeof webhoo
   return committed!;
 }
 
-describe('S36 one signed envelope per event', () => {
+describe('one signed envelope per event', () => {
   it('in order, verifying with standardwebhooks and verifyWebhook; attempt counts retries; webhook-id is stable across them', async () => {
     const server = await serve();
     const hooks = await receiver();
@@ -109,7 +109,7 @@ describe('S36 one signed envelope per event', () => {
   });
 });
 
-describe('S37 skip', () => {
+describe('skip', () => {
   it('the failing event fails alone three times with non-2xx, is skipped with an error-occurred, and later events flow', async () => {
     const server = await serve();
     const hooks = await receiver();
@@ -129,7 +129,7 @@ describe('S37 skip', () => {
   });
 });
 
-describe('S38 halt', () => {
+describe('halt', () => {
   it('halts after the configured attempts: durable fact, :state, runtime lastError and /metrics', async () => {
     const server = await serve({ maxDeliveryAttempts: 3 });
     const hooks = await receiver();

@@ -1,5 +1,5 @@
 /**
- * End-to-end over real HTTP: the outbound protection of webhooks (API.md §8; protocol §9.3, §17.4)
+ * End-to-end over real HTTP: the outbound protection of webhooks (protocol §9.3, §17.4)
  * and the answers a receiver can give that are not plain statuses — redirects, endless bodies,
  * no answer at all.
  *

@@ -1,6 +1,6 @@
 /**
  * A tiny fetch-based client for end-to-end tests. It speaks plain HTTP to the server (never the
- * SDK), keeps the raw status and text of every answer, and checks the error shape of API.md §4.
+ * SDK), keeps the raw status and text of every answer, and checks the error shape of protocol §1.3.
  */
 import { request as httpRequest } from 'node:http';
 import { expect } from 'vitest';
@@ -147,8 +147,8 @@ export function queryString(query: Record<string, string | number | boolean>): s
 }
 
 /**
- * Checks an error answer of API.md §4: the status of its code, the JSON shape, and the message
- * (a substring or a pattern). Answers the error for further checks.
+ * Checks an error answer of protocol §1.3 and §7: the status of its code, the JSON shape, and the
+ * message (a substring or a pattern). Answers the error for further checks.
  */
 export function expectError(
   res: ApiResponse,

@@ -1,5 +1,5 @@
 /**
- * An SSE reader over fetch streaming (text/event-stream, API.md §3 `?live=sse`): frames are parsed
+ * An SSE reader over fetch streaming (text/event-stream, protocol §5.2): frames are parsed
  * as the server sends them, comments are skipped, and every wait has a deadline that fails with a
  * message instead of hanging the suite.
  */

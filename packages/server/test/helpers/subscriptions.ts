@@ -18,7 +18,7 @@ import { streamRoute, type Api, type ApiResponse, type EventInput } from './http
 
 export { EventType };
 
-/** The fields API.md §9 allows in runtime.subscriptions[key]; configuration never appears there. */
+/** The fields protocol §11 allows in runtime.subscriptions[key]; configuration never appears there. */
 export const RUNTIME_FIELDS = [
   'acknowledgedOffset',
   'lag',
@@ -111,7 +111,7 @@ export interface CopyReceiverOptions {
   jsonataTransform?: string;
 }
 
-/** A copy-to-stream receiver exactly as the design page spells it. */
+/** A copy-to-stream receiver exactly as protocol §9.1 spells it. */
 export function copyTo(receivingStreamPath: string, options: CopyReceiverOptions = {}): Record<string, unknown> {
   return {
     action: 'copy-to-stream',
@@ -210,7 +210,7 @@ export async function waitForCopies(api: Api, receiver: string, count: number, t
   );
 }
 
-/** The visible platform idempotency key of a copy (SEMANTICS §5.5, §9.9). */
+/** The visible platform idempotency key of a copy (protocol §13.2). */
 export function copyIdempotencyKey(
   subscriptionKey: string,
   cursorChangedAtSourceOffset: number,
@@ -222,7 +222,7 @@ export function copyIdempotencyKey(
   return `rivulet-internal/copy:${JSON.stringify([subscriptionKey, cursorChangedAtSourceOffset, projectId, sourcePath, streamId, offset])}`;
 }
 
-/** The exact hop a copy of `event` must carry (design page "Copied event validation"). */
+/** The exact hop a copy of `event` must carry (protocol §13.2). */
 export function expectedHop(
   event: CommittedEvent,
   stamp: { streamId: string; streamCreatedAt: string; subscriptionKey: string; cursorChangedAtSourceOffset: number; projectId?: string | null },
