@@ -9,7 +9,7 @@
  * servers under test answer (a status line, headers, a body framed by Content-Length, chunks or the
  * connection's end); anything else is counted as a failed request, never guessed at.
  *
- * Not the server's own response parser (packages/server/src/hosts/http1-response.ts
+ * Not the server's own response parser (packages/server/src/net/http1-response.ts
  * `ResponseParser`, which the webhook client uses): that one answers for a webhook, where the
  * status is what counts, so a body cut short after the status is an answer and bytes beyond an
  * answer only make the connection unusable. A load generator must count complete answers only,

@@ -1,4 +1,4 @@
-// Builds the UI into dist/ (served by `rivulet serve` at /; see packages/server/src/hosts/node-assets.ts).
+// Builds the UI into dist/ (served by `rivulet serve` at /; see packages/server/src/hosts/node/assets.ts).
 //
 // The UI uses a small part of the SDK (createClient, RivuletError, canonicalizePath). The SDK, its
 // contract and their dependencies only declare schemas, functions and classes at module level, so

@@ -1,7 +1,7 @@
 /**
- * A lean HTTP/1.1 client for webhook POSTs, over TCP or TLS (hosts/node-outbound.ts decides where
+ * A lean HTTP/1.1 client for webhook POSTs, over TCP or TLS (hosts/node/outbound.ts decides where
  * a request may go; this file only carries it). It writes the request head and body to a
- * kept-alive socket in one write and parses the answer with hosts/http1-response.ts.
+ * kept-alive socket in one write and parses the answer with net/http1-response.ts.
  *
  * Why not node:http's ClientRequest and Agent: on this machine kind they cost about 85 µs of CPU
  * per kept-alive POST against about 25 µs for this (decision 002, `bench/receivers`), and a

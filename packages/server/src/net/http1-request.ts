@@ -1,5 +1,5 @@
 /**
- * A strict reader of one HTTP/1.1 request head, for the front of the Node host (node-front.ts).
+ * A strict reader of one HTTP/1.1 request head, for the front of the Node host (hosts/node/front.ts).
  * Pure: bytes in, a verdict out.
  *
  * It recognises one narrow, plain form only: `POST <target> HTTP/1.1`, CRLF line ends, header

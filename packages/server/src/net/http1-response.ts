@@ -1,6 +1,6 @@
 /**
  * An incremental parser of one HTTP/1.x response (RFC 9112), for the webhook client
- * (hosts/http1-client.ts). Pure: bytes in, an answer out; no sockets, so every framing rule is
+ * (net/http1-client.ts). Pure: bytes in, an answer out; no sockets, so every framing rule is
  * tested on its own (http1-response.test.ts).
  *
  * What it reads: the status line and header fields (at most MAX_HEAD_BYTES), interim 1xx answers

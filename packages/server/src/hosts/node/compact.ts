@@ -2,7 +2,7 @@
  * `rivulet compact`: gives the disk space of destroyed streams back to the system. SQLite reuses
  * freed pages but never shrinks its file by itself, so a data folder keeps the size of its largest
  * day. With no server running on the folder (its lock is taken, as `rivulet serve` takes it), this
- * finishes the deferred erasure of destroyed lifetimes (hosts/node-purge.ts), folds the WAL into
+ * finishes the deferred erasure of destroyed lifetimes (hosts/node/purge.ts), folds the WAL into
  * the database, and rewrites the file with VACUUM, which needs free disk space of about the
  * database's size while it runs.
  */

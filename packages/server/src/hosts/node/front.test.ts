@@ -1,5 +1,5 @@
 /**
- * The connection front of the Node host (node-front.ts) over raw sockets: plain appends answered
+ * The connection front of the Node host (front.ts) over raw sockets: plain appends answered
  * on the socket, in order; the hand-over to node:http at the first other request with every byte
  * intact; node:http's manners (headers, Connection: close, half-close, time limits); shutdown.
  */
