@@ -11,8 +11,8 @@ import type { Clock, Random } from '../ports/clock.js';
 import type { AlarmFactory, Timer } from '../ports/timer.js';
 import { composeEngine, engineLog, localDirectory, type Engine, type EngineOptions } from './compose.js';
 import { defaultEngineConfig } from './config.js';
-import { copyReceiver } from './delivery/copy-receiver.js';
-import type { DeliveryContext, DeliveryOutcome, Receiver } from './delivery/receiver.js';
+import { copyReceiver } from './receivers/copy.js';
+import type { DeliveryContext, DeliveryOutcome, Receiver } from './receivers/receiver.js';
 import { createServerMetrics, type ServerMetrics } from './metrics.js';
 import { openSchema } from './schema.js';
 

@@ -18,7 +18,7 @@ import type { EngineConfig } from './config.js';
 import type { ConnectionLimits } from './connections/index.js';
 import { DeliveryEngine } from './delivery/engine.js';
 import type { ProcessorWaker } from './delivery/processor-port.js';
-import type { Receivers } from './delivery/receiver.js';
+import type { Receivers } from './receivers/receiver.js';
 import type { ServerMetrics } from './metrics.js';
 import { StreamRegistry } from './registry.js';
 import { LocalStreamService } from './service.js';

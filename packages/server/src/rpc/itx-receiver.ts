@@ -8,7 +8,7 @@
  * - any other error: failing.
  */
 import { RivuletError, pickDeliveryStamp } from '@rivulet/contract';
-import type { DeliveryOutcome, Receiver } from '../engine/delivery/receiver.js';
+import type { DeliveryOutcome, Receiver } from '../engine/receivers/receiver.js';
 import { ItxStepError, callItx, messageOf } from './itx-call.js';
 import type { ItxRoot } from './root.js';
 

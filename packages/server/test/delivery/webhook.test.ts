@@ -8,7 +8,7 @@ import { EventType } from '@rivulet/contract';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setSubscriptionCursor } from '../../src/engine/commands.js';
-import { webhookReceiver } from '../../src/engine/delivery/webhook-receiver.js';
+import { webhookReceiver } from '../../src/engine/receivers/webhook.js';
 import { webhookSecretOf } from '../../src/core/webhook-signature.js';
 import { nodeOutbound } from '../../src/hosts/node/outbound.js';
 import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';

@@ -16,8 +16,8 @@ import type { StreamActor } from '../actor.js';
 import { collectBatch, passOver } from './collect.js';
 import type { DeliveryFailures, Flight } from './failures.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
-import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver, type Receivers } from './receiver.js';
-import type { PreparedCall, PreparingReceiver } from './webhook-receiver.js';
+import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver, type Receivers } from '../receivers/receiver.js';
+import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
 
 /** One delivery ready to leave: its events, where a success leaves the cursor, the receiver call. */
 export interface Prepared {

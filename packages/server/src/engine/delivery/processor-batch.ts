@@ -9,7 +9,7 @@ import type { CommittedEvent, ProcessorBatch, ProcessorReportReceipt } from '@ri
 import { judgeReport, type ReportJudgement } from '../../core/processor-wake.js';
 import type { Timer } from '../../ports/timer.js';
 import type { HostedCallable, HostedFailure } from './processor-port.js';
-import { errorText } from './receiver.js';
+import { errorText } from '../receivers/receiver.js';
 
 export interface Pending {
   finish(outcome: BatchOutcome): void;

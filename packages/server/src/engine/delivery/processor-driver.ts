@@ -40,7 +40,7 @@ import type { ServerMetrics } from '../metrics.js';
 import { committedJson } from '../event-json.js';
 import { collectBatch, passOver } from './collect.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
-import { errorText } from './receiver.js';
+import { errorText } from '../receivers/receiver.js';
 import { within, type ProcessorWaker, type WakeOutcome } from './processor-port.js';
 import { callBatch, type Hosted } from './processor-batch.js';
 

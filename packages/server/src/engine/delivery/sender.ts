@@ -24,7 +24,7 @@ import { DeliveryFailures, type Flight } from './failures.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
-import { errorText, type DeliveryOutcome, type Receivers } from './receiver.js';
+import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
 
 export interface SenderDeps {
   clock: Clock;

@@ -20,7 +20,7 @@ import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { parseTokensFile } from '../../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
-import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
+import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
 import type { HostResolver } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';

@@ -5,8 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { webhookSecretKey } from '../../core/webhook-signature.js';
-import { webhookReceiver } from '../../engine/delivery/webhook-receiver.js';
-import type { Receiver } from '../../engine/delivery/receiver.js';
+import { webhookReceiver } from '../../engine/receivers/webhook.js';
+import type { Receiver } from '../../engine/receivers/receiver.js';
 import type { Clock } from '../../ports/clock.js';
 import type { MetricsRegistry } from '../../engine/metrics.js';
 import { nodeOutbound, type HostResolver } from './outbound.js';

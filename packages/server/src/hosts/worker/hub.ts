@@ -19,7 +19,7 @@
  * in-memory state).
  */
 import type { ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
-import type { DeliveryContext } from '../../engine/delivery/receiver.js';
+import type { DeliveryContext } from '../../engine/receivers/receiver.js';
 import type { ProcessorWaker } from '../../engine/delivery/processor-port.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
 import type { Principal } from '../../http/auth.js';

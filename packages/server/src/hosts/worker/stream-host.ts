@@ -32,9 +32,9 @@ import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.j
 import type { StreamActor } from '../../engine/actor.js';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { composeEngine, engineLog, type Engine } from '../../engine/compose.js';
-import { copyReceiver } from '../../engine/delivery/copy-receiver.js';
-import type { Receiver } from '../../engine/delivery/receiver.js';
-import { webhookReceiver } from '../../engine/delivery/webhook-receiver.js';
+import { copyReceiver } from '../../engine/receivers/copy.js';
+import type { Receiver } from '../../engine/receivers/receiver.js';
+import { webhookReceiver } from '../../engine/receivers/webhook.js';
 import { createServerMetrics } from '../../engine/metrics.js';
 import { openSchema } from '../../engine/schema.js';
 import type { LocalStreamService } from '../../engine/service.js';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { webhookSecretOf } from '../../core/webhook-signature.js';
 import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../../ports/outbound.js';
 import type { DeliveryContext, DeliveryOutcome } from './receiver.js';
-import { classifyWebhookAnswer, classifyWebhookError, WEBHOOK_USER_AGENT, webhookReceiver } from './webhook-receiver.js';
+import { classifyWebhookAnswer, classifyWebhookError, WEBHOOK_USER_AGENT, webhookReceiver } from './webhook.js';
 
 const SECRET = webhookSecretOf(new Uint8Array(32).map((_, i) => i * 7));
 const NOW = Date.parse('2026-11-30T10:00:05.250Z');
