@@ -3,7 +3,7 @@
  * engine/delivery/processor-driver.ts): evaluate the subscription's expression from the source
  * project's root on every wake (the stored expression is a name, not a capability), call
  * `wakeStreamProcessor` with the wake request, and keep the `processEventBatch` stub of the answer
- * as the hosted connection's callable. Failures are classified like itx-call's (itx-receiver.ts):
+ * as the hosted connection's callable. Failures are classified like itx-call's (itx-port.ts):
  * no host connected in the project, a broken session or `unavailable: true` → unavailable;
  * `retryable: false` → fatal; anything else → failing.
  *
@@ -15,7 +15,7 @@
 import type { ProcessorBatch } from '@rivulet/contract';
 import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-port.js';
 import { callItx } from './itx-call.js';
-import { classify } from './itx-receiver.js';
+import { classify } from './itx-port.js';
 import type { ItxRoot } from './root.js';
 
 interface StubLike {

@@ -28,7 +28,7 @@ import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
 import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
-import { itxReceiver } from '../../rpc/itx-receiver.js';
+import { itxReceiver } from '../../rpc/itx-port.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { processorWaker } from '../../rpc/processor-waker.js';
 import { nodeAssets } from './assets.js';

@@ -24,7 +24,7 @@ import type { ProcessorWaker } from '../../engine/delivery/processor-port.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
 import type { Principal } from '../../http/auth.js';
 import type { ErrorLogger } from '../../http/errors.js';
-import { itxReceiver } from '../../rpc/itx-receiver.js';
+import { itxReceiver } from '../../rpc/itx-port.js';
 import { processorWaker } from '../../rpc/processor-waker.js';
 import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
