@@ -8,6 +8,7 @@
  */
 import type { ItxExpression, ItxStep } from '@rivulet/contract';
 import { RpcStub } from 'capnweb';
+import type { ItxFailure } from '../ports/itx.js';
 import type { ItxRoot } from './root.js';
 
 type Callable = Record<string, unknown>;
@@ -78,4 +79,40 @@ export async function callItx(
 
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Errors capnweb raises when the peer's session is gone (its own, unexported messages). */
+const BROKEN_SESSION = /Peer closed WebSocket|WebSocket connection failed|RPC session was shut down|RPC session failed/i;
+
+/**
+ * The outcome of a failed ITX call (protocol §18.5; ports/itx.ts): itx-call deliveries, processor
+ * wakes and processor batches alike. `broken` says the target's session broke during the call.
+ */
+export function classify(error: unknown, broken: boolean): ItxFailure {
+  const cause = error instanceof ItxStepError ? error.cause : error;
+  const props = (cause ?? {}) as { code?: unknown; unavailable?: unknown; retryable?: unknown };
+  const message = messageOf(error);
+  if (broken || props.unavailable === true || props.code === 'UNAVAILABLE' || BROKEN_SESSION.test(message)) {
+    return { kind: 'unavailable', error: message };
+  }
+  if (props.retryable === false) return { kind: 'fatal', error: message };
+  return { kind: 'failing', error: message };
+}
+
+/** callItx with its failure classified, counting a break of the target's session during the call. */
+export async function callClassified(
+  root: ItxRoot,
+  expression: ItxExpression,
+  payload: unknown,
+): Promise<{ ok: true; value: unknown } | ({ ok: false } & ItxFailure)> {
+  let broken = false;
+  try {
+    const value = await callItx(root, expression, payload, (target) => {
+      const watch = (target as { onRpcBroken?: (cb: () => void) => void }).onRpcBroken;
+      if (typeof watch === 'function') watch.call(target, () => (broken = true));
+    });
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, ...classify(error, broken) };
+  }
 }

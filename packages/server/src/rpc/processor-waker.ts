@@ -1,11 +1,10 @@
 /**
- * The RPC side of processor-wake (SEMANTICS §5.8, API.md §5; the driver is
- * engine/delivery/processor-driver.ts): evaluate the subscription's expression from the source
- * project's root on every wake (the stored expression is a name, not a capability), call
- * `wakeStreamProcessor` with the wake request, and keep the `processEventBatch` stub of the answer
- * as the hosted connection's callable. Failures are classified like itx-call's (itx-port.ts):
- * no host connected in the project, a broken session or `unavailable: true` → unavailable;
- * `retryable: false` → fatal; anything else → failing.
+ * The RPC side of processor-wake (protocol §20.3; the driver is engine/delivery/processor-driver.ts),
+ * the `wake` half of the ITX port over an ITX root (rpc/itx-port.ts): evaluate the subscription's
+ * expression from the source project's root on every wake (the stored expression is a name, not a
+ * capability), call `wakeStreamProcessor` with the wake request, and keep the `processEventBatch`
+ * stub of the answer as the hosted connection's callable. Failures are classified like itx-call's
+ * (rpc/itx-call.ts `classify`, protocol §18.5).
  *
  * Stub ownership (Cap'n Web): a stub returned in a call's result belongs to the caller, so the
  * answer is disposed once its callable is duplicated; the duplicate is released when the hosted
@@ -13,9 +12,8 @@
  * must call it before its `processEventBatch` returns, or keep a `dup()` of it.
  */
 import type { ProcessorBatch } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker } from '../engine/delivery/processor-port.js';
-import { callItx } from './itx-call.js';
-import { classify } from './itx-port.js';
+import type { HostedCallable, HostedFailure, ItxPort } from '../ports/itx.js';
+import { callClassified, classify, messageOf } from './itx-call.js';
 import type { ItxRoot } from './root.js';
 
 interface StubLike {
@@ -36,15 +34,6 @@ function dispose(value: unknown): void {
   }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function failureOf(error: unknown, broken: boolean): HostedFailure {
-  const { kind, error: text } = classify(error, broken);
-  return { kind, error: text };
-}
-
 /** The hosted connection's view of a processEventBatch stub. */
 export function hostedCallable(stub: StubLike): HostedCallable {
   let broken = false;
@@ -61,14 +50,14 @@ export function hostedCallable(stub: StubLike): HostedCallable {
       try {
         call = stub(batch);
       } catch (error) {
-        return Promise.resolve(failureOf(error, broken));
+        return Promise.resolve(classify(error, broken));
       }
       return Promise.resolve(call).then(
         (result) => {
           dispose(result);
           return null;
         },
-        (error: unknown) => failureOf(error, broken),
+        (error: unknown) => classify(error, broken),
       );
     },
     onBroken(listener) {
@@ -84,28 +73,20 @@ export function hostedCallable(stub: StubLike): HostedCallable {
   };
 }
 
-export function processorWaker(rootFor: (projectId: string | null) => ItxRoot): ProcessorWaker {
-  return {
-    async wake(projectId, expression, request) {
-      let broken = false;
-      let answer: unknown;
-      try {
-        answer = await callItx(rootFor(projectId), expression, request, (target) => {
-          const watch = (target as { onRpcBroken?: (cb: () => void) => void }).onRpcBroken;
-          if (typeof watch === 'function') watch.call(target, () => (broken = true));
-        });
-      } catch (error) {
-        return { ok: false, ...failureOf(error, broken) };
-      }
-      try {
-        if (typeof answer !== 'object' || answer === null) return { ok: true, answer: null, callable: undefined };
-        const fields = answer as { streamId?: unknown; checkpointOffset?: unknown; processEventBatch?: unknown };
-        const fn = fields.processEventBatch as StubLike | undefined;
-        const callable = typeof fn === 'function' ? hostedCallable(typeof fn.dup === 'function' ? fn.dup() : fn) : undefined;
-        return { ok: true, answer: { streamId: fields.streamId, checkpointOffset: fields.checkpointOffset }, callable };
-      } finally {
-        dispose(answer);
-      }
-    },
+/** The `wake` of the ITX port over the roots of `rootFor`. */
+export function rootWake(rootFor: (projectId: string | null) => ItxRoot): ItxPort['wake'] {
+  return async (projectId, expression, request) => {
+    const called = await callClassified(rootFor(projectId), expression, request);
+    if (!called.ok) return called;
+    const answer = called.value;
+    try {
+      if (typeof answer !== 'object' || answer === null) return { ok: true, answer: null, callable: undefined };
+      const fields = answer as { streamId?: unknown; checkpointOffset?: unknown; processEventBatch?: unknown };
+      const fn = fields.processEventBatch as StubLike | undefined;
+      const callable = typeof fn === 'function' ? hostedCallable(typeof fn.dup === 'function' ? fn.dup() : fn) : undefined;
+      return { ok: true, answer: { streamId: fields.streamId, checkpointOffset: fields.checkpointOffset }, callable };
+    } finally {
+      dispose(answer);
+    }
   };
 }

@@ -219,3 +219,15 @@ describe('classification (protocol §17.3)', () => {
     expect(http.posts).toHaveLength(0);
   });
 });
+
+describe('without a secret', () => {
+  it('answers every delivery unavailable with the host text and sends nothing', async () => {
+    const http = new ScriptedHttp(() => answer(204));
+    const receiver = webhookReceiver({ http, secret: undefined, missingSecret: 'set the secret first', clock: { now: () => NOW } });
+    const delivered = [{ event, shaped: { type: 'app/x', payload: { n: 1 } } }];
+    const expected = { ok: false, kind: 'unavailable', error: 'set the secret first' };
+    expect(await receiver.deliver(context(), delivered)).toEqual(expected);
+    expect(await receiver.prepare(context(), delivered).send(new AbortController().signal)).toEqual(expected);
+    expect(http.posts).toHaveLength(0);
+  });
+});

@@ -30,8 +30,13 @@ const SNIPPET_CHARS = 200;
 
 export interface WebhookReceiverDeps {
   http: OutboundHttp;
-  /** The webhook secret, `whsec_<base64 key>` (validated here; an invalid one throws at once). */
-  secret: string;
+  /**
+   * The webhook secret, `whsec_<base64 key>` (validated here; an invalid one throws at once). A
+   * host that may run without one (the Worker, until its secret is set) passes undefined: every
+   * delivery is then *unavailable*, with `missingSecret` saying how to set one.
+   */
+  secret: string | undefined;
+  missingSecret?: string;
   clock: Clock;
   /**
    * Signs `id.timestamp.body` into a `webhook-signature` value. Defaults to WebCrypto, which runs
@@ -73,10 +78,15 @@ export interface PreparingReceiver extends Receiver {
 const answered = (outcome: DeliveryOutcome): PreparedCall => ({ send: () => Promise.resolve(outcome) });
 
 export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
+  const secret = deps.secret;
+  if (secret === undefined) {
+    const missing: DeliveryOutcome = { ok: false, kind: 'unavailable', error: deps.missingSecret ?? 'this server has no webhook secret' };
+    return { prepare: () => answered(missing), deliver: () => Promise.resolve(missing) };
+  }
   const sign =
     deps.sign ??
     ((): ((id: string, t: number, body: string) => Promise<string>) => {
-      const key = importWebhookKey(webhookSecretKey(deps.secret));
+      const key = importWebhookKey(webhookSecretKey(secret));
       return async (id, t, body) => signWebhook(await key, id, t, body);
     })();
 

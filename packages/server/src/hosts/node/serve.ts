@@ -28,9 +28,9 @@ import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
 import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
-import { itxReceiver } from '../../rpc/itx-port.js';
+import { rootItx } from '../../rpc/itx-port.js';
+import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
-import { processorWaker } from '../../rpc/processor-waker.js';
 import { nodeAssets } from './assets.js';
 import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
 import { attachFront } from './front.js';
@@ -164,6 +164,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     resolve: options.webhookResolver,
     metrics: metrics.registry,
   });
+  const itx = rootItx((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps }));
   // Every stream lives in this one database: copies reach the receiving actor in-process.
   const engine = composeEngine({
     storage,
@@ -177,10 +178,10 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     store: { onDeferredErase: () => purger.schedule() },
     receivers: {
       'copy-to-stream': copyReceiver(localDirectory(() => engine.registry)),
-      'itx-call': itxReceiver((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
+      'itx-call': itxCallReceiver(itx),
       'webhook-post': webhooks.receiver,
     },
-    processorWaker: processorWaker((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps })),
+    processorWaker: processorWakeReceiver(itx),
   });
   const { delivery, service } = engine;
   // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.

@@ -14,8 +14,8 @@ import type {
   ConnectionBatch,
   ConnectionClosed,
   ConnectionCloseReason,
-  DeliveryStamp,
   EventInput,
+  ItxBatch,
   ItxExpression,
   ListResponse,
   OpenConnectionOptions,
@@ -30,7 +30,7 @@ import type {
 import type { CopyBatch } from '../../core/copy-builder.js';
 import type { FailureKind } from '../../core/ladder.js';
 import type { WakeAnswer } from '../../core/processor-wake.js';
-import type { HostedFailure } from '../../engine/delivery/processor-port.js';
+import type { HostedFailure, ItxCallOutcome } from '../../ports/itx.js';
 import type { ReadRawResult } from '../../engine/actor.js';
 import type { SubscribeResult } from '../../engine/commands.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
@@ -144,16 +144,6 @@ export interface IndexObjectApi {
   list(projectId: P, options: ListOptions): Promise<Wire<{ entries: IndexEntry[]; more: boolean }>>;
 }
 
-/** What a stream object's itx-call delivery sends the project's hub (the serialisable part of a DeliveryContext). */
-export interface ItxDelivery extends DeliveryStamp {
-  streamMaxOffset: number;
-  expression: unknown;
-  events: ReadonlyArray<{ event: CommittedEvent; shaped: unknown }>;
-  timeoutMs: number;
-}
-
-export type ItxOutcome = { ok: true } | { ok: false; kind: 'failing' | 'unavailable' | 'fatal'; error: string };
-
 /** The hub's side of one hosted processor connection: the host's processEventBatch, held in the hub. */
 export interface HostedCallableApi {
   /** Calls processEventBatch; `batch.reportDeliveryResult` is passed by reference. Null once the call returned. */
@@ -171,7 +161,8 @@ export type HubWakeOutcome =
 
 export interface HubObjectApi {
   fetch(request: Request): Promise<Response>;
-  deliverItx(delivery: ItxDelivery): Promise<ItxOutcome>;
+  /** One itx-call delivery (ports/itx.ts `call`) against the project's root. */
+  callItx(projectId: P, expression: ItxExpression, batch: ItxBatch): Promise<ItxCallOutcome>;
   /** Evaluates a processor-wake expression against the project's root and calls it (protocol §20.3). */
   /**
    * `untilReleased` is passed by reference: it settles once the stream object closed the hosted

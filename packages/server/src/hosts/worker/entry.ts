@@ -16,6 +16,7 @@ import { DurableObject } from 'cloudflare:workers';
 import {
   RivuletError,
   type EventInput,
+  type ItxBatch,
   type ItxExpression,
   type OpenConnectionOptions,
   type ProcessorWakeRequest,
@@ -32,7 +33,7 @@ import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { authenticate } from '../../http/auth.js';
 import { consoleLogger, errorResponse } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
-import type { ConnectionOpenerApi, IndexEntry, ItxDelivery, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
+import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
 import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
 import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
@@ -200,8 +201,8 @@ export class HubObject extends DurableObject<WorkerEnv> {
   fetch(request: Request): Response {
     return this.#hub.accept(request);
   }
-  deliverItx(delivery: ItxDelivery) {
-    return this.#hub.deliverItx(delivery);
+  callItx(projectId: P, expression: ItxExpression, batch: ItxBatch) {
+    return this.#hub.callItx(projectId, expression, batch);
   }
   wakeProcessor(projectId: P, path: string, expression: ItxExpression, request: ProcessorWakeRequest, untilReleased: RemoteFunction<void, void>) {
     return this.#hub.wakeProcessor(projectId, path, expression, request, untilReleased);

@@ -4,9 +4,9 @@
  * itx-call and processor-wake deliveries are evaluated against. Registrations are capnweb stubs
  * that live in the isolate holding the session's WebSocket, so the sessions of a project and the
  * deliveries that reach its workers must meet in one object: stream objects send their itx-call
- * batches and processor wakes here over Durable Object RPC, and the hub runs the shared itx
- * receiver and processor waker on them (the same evaluation, authority and outcome classification
- * as the Node host; worker-processors.ts). Stream methods reached over RPC go through the Worker
+ * batches and processor wakes here over Durable Object RPC, and the hub runs the ITX port over
+ * its root on them (rpc/itx-port.ts: the same evaluation, authority and outcome classification as
+ * the Node host; processors.ts). Stream methods reached over RPC go through the Worker
  * host's stream service, i.e. to the streams' own objects — live connections and waits too, whose
  * engine runs in the stream's object while their callbacks stay here (worker-connections.ts).
  *
@@ -18,18 +18,16 @@
  * project; accepted WebSockets keep the hub in memory (no hibernation: capnweb sessions are
  * in-memory state).
  */
-import type { ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
-import type { DeliveryContext } from '../../engine/receivers/receiver.js';
-import type { ProcessorWaker } from '../../engine/delivery/processor-port.js';
+import type { ItxBatch, ItxExpression, ProcessorWakeRequest } from '@rivulet/contract';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
 import type { Principal } from '../../http/auth.js';
 import type { ErrorLogger } from '../../http/errors.js';
-import { itxReceiver } from '../../rpc/itx-port.js';
-import { processorWaker } from '../../rpc/processor-waker.js';
+import type { ItxCallOutcome, ItxPort } from '../../ports/itx.js';
+import { rootItx } from '../../rpc/itx-port.js';
 import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { startRpcSession, type RpcSocket } from '../../rpc/session.js';
-import type { HubWakeOutcome, ItxDelivery, ItxOutcome, RemoteFunction } from './api.js';
+import type { HubWakeOutcome, RemoteFunction } from './api.js';
 import { streamObjectName, type WorkerEnv } from './env.js';
 import { HostedCallableTarget, plainValue } from './processors.js';
 import { durableStreamService } from './service.js';
@@ -51,7 +49,7 @@ interface WebSocketPairConstructor {
 
 export class RpcHub {
   private readonly deps: ItxDeps;
-  private readonly waker: ProcessorWaker;
+  private readonly itx: ItxPort;
   private sessions = 0;
   /** Paths of streams that woke a processor through this hub since the last registration. */
   private readonly waking = new Set<string>();
@@ -67,7 +65,7 @@ export class RpcHub {
       processors,
       sessions: new SessionClosers(),
     };
-    this.waker = processorWaker((projectId) => new ItxRoot({ projectId, sessionId: null, deps: this.deps }));
+    this.itx = rootItx((projectId) => new ItxRoot({ projectId, sessionId: null, deps: this.deps }));
     processors.onRegistered((projectId) => this.processorHostRegistered(projectId));
   }
 
@@ -89,27 +87,12 @@ export class RpcHub {
     return this.sessions;
   }
 
-  /** One itx-call delivery of a stream object: the engine's itx receiver against this project's root. */
-  async deliverItx(delivery: ItxDelivery): Promise<ItxOutcome> {
-    const receiver = itxReceiver((projectId) => new ItxRoot({ projectId, sessionId: null, deps: this.deps }));
-    const ctx = {
-      projectId: delivery.projectId,
-      path: delivery.path,
-      streamId: delivery.streamId,
-      streamCreatedAt: delivery.streamCreatedAt,
-      subscriptionKey: delivery.subscriptionKey,
-      cursorChangedAtSourceOffset: delivery.cursorChangedAtSourceOffset,
-      deliveryId: delivery.deliveryId,
-      attempt: delivery.attempt,
-      streamMaxOffset: delivery.streamMaxOffset,
-      entry: { configuration: { receiver: { action: 'itx-call', expression: delivery.expression } } },
-      sourceEvent: () => undefined,
-      signal: new AbortController().signal,
-    } as unknown as DeliveryContext;
-    return receiver.deliver(ctx, delivery.events as Parameters<typeof receiver.deliver>[1]);
+  /** One itx-call delivery of a stream object: the ITX port against this project's root. */
+  callItx(projectId: string | null, expression: ItxExpression, batch: ItxBatch): Promise<ItxCallOutcome> {
+    return this.itx.call(projectId, expression, batch);
   }
 
-  /** One processor wake of a stream object (protocol §20.3): the shared waker against this project's root. */
+  /** One processor wake of a stream object (protocol §20.3): the ITX port's wake against this project's root. */
   async wakeProcessor(
     projectId: string | null,
     path: string,
@@ -120,7 +103,7 @@ export class RpcHub {
     this.waking.delete(path);
     this.waking.add(path);
     if (this.waking.size > MAX_WAITING_STREAMS) this.waking.delete(this.waking.values().next().value!);
-    const outcome = await this.waker.wake(projectId, expression, request);
+    const outcome = await this.itx.wake(projectId, expression, request);
     if (!outcome.ok) return { ok: false, kind: outcome.kind, error: outcome.error };
     const answer = outcome.answer && {
       streamId: plainValue(outcome.answer.streamId),

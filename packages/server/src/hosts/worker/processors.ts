@@ -1,17 +1,19 @@
 /**
- * processor-wake across Durable Objects (protocol §20; docs/cloudflare.md §1.4). The engine's
- * processor driver runs in the source stream's object (its sender), exactly as in the Node host;
- * the processor hosts are capnweb stubs registered in the project's hub. So the driver's
- * `ProcessorWaker` port sends each wake to the hub, which runs the shared RPC waker
- * (rpc/processor-waker.ts) against the project's root, and answers the host's `processEventBatch`
- * as a `HostedCallableTarget` passed by reference: the stream object's hosted connection calls
- * `send` on it, and the batch's `reportDeliveryResult` — a function of the stream object — crosses
- * to the hub by reference and from there to the host, so the host's report reaches the driver that
- * waits for it. Every failure to reach the hub is *unavailable* (backoff, never a skip).
+ * The ITX port (ports/itx.ts) of a stream's Durable Object: itx-call and processor-wake across
+ * Durable Objects (protocol §18.4, §20; docs/cloudflare.md §1.4). The engine's receivers and
+ * processor driver run in the source stream's object (its sender), exactly as in the Node host;
+ * the workers and processor hosts are capnweb stubs registered in the project's hub. So each call
+ * and each wake is sent to the hub, which runs the ITX port over the project's root
+ * (rpc/itx-port.ts, the same as the Node host's). A call's outcome crosses as data; a wake answers
+ * the host's `processEventBatch` as a `HostedCallableTarget` passed by reference: the stream
+ * object's hosted connection calls `send` on it, and the batch's `reportDeliveryResult` — a
+ * function of the stream object — crosses to the hub by reference and from there to the host, so
+ * the host's report reaches the driver that waits for it. Every failure to reach the hub is
+ * *unavailable* (backoff, never a skip).
  */
 import { RpcTarget } from 'cloudflare:workers';
 import type { ProcessorBatch, ProcessorReportReceipt } from '@rivulet/contract';
-import type { HostedCallable, HostedFailure, ProcessorWaker } from '../../engine/delivery/processor-port.js';
+import type { HostedCallable, HostedFailure, ItxPort } from '../../ports/itx.js';
 import type { HostedCallableApi, HubWakeOutcome, RemoteFunction } from './api.js';
 import { release } from './connections.js';
 import { projectObjectName, type WorkerEnv } from './env.js';
@@ -139,9 +141,17 @@ function remoteCallable(stub: HostedCallableApi, released: () => void): HostedCa
   };
 }
 
-/** In the stream object: the processor-wake port, through the project's hub. */
-export function hubProcessorWaker(env: WorkerEnv): ProcessorWaker {
+/** In the stream object: the ITX port, through the project's hub. */
+export function hubItx(env: WorkerEnv): ItxPort {
+  const hub = (projectId: string | null) => env.RPC_HUB.getByName(projectObjectName(projectId));
   return {
+    async call(projectId, expression, batch) {
+      try {
+        return await hub(projectId).callItx(projectId, expression, batch);
+      } catch (error) {
+        return { ok: false, kind: 'unavailable', error: unreachable(error) };
+      }
+    },
     async wake(projectId, expression, request) {
       let released!: () => void;
       const untilReleased = new Promise<void>((resolve) => {
@@ -149,13 +159,7 @@ export function hubProcessorWaker(env: WorkerEnv): ProcessorWaker {
       });
       let outcome: HubWakeOutcome;
       try {
-        outcome = await env.RPC_HUB.getByName(projectObjectName(projectId)).wakeProcessor(
-          projectId,
-          request.stream.path,
-          expression,
-          request,
-          () => untilReleased,
-        );
+        outcome = await hub(projectId).wakeProcessor(projectId, request.stream.path, expression, request, () => untilReleased);
       } catch (error) {
         released();
         return { ok: false, kind: 'unavailable', error: unreachable(error) };

@@ -20,7 +20,6 @@
 import {
   RivuletError,
   canonicalizePath,
-  pickDeliveryStamp,
   type CoreState,
   type OpenConnectionOptions,
   type WaitForEventBody,
@@ -33,7 +32,7 @@ import type { StreamActor } from '../../engine/actor.js';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { composeEngine, engineLog, type Engine } from '../../engine/compose.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
-import type { Receiver } from '../../engine/receivers/receiver.js';
+import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { webhookReceiver } from '../../engine/receivers/webhook.js';
 import { createServerMetrics } from '../../engine/metrics.js';
 import { openSchema } from '../../engine/schema.js';
@@ -46,7 +45,7 @@ import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, 
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { fetchOutbound } from './outbound.js';
-import { hubProcessorWaker } from './processors.js';
+import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
 /** Slack added to an in-flight delivery's deadline before the safety alarm rings. */
@@ -62,40 +61,6 @@ export interface StreamHostDeps {
   logger: ErrorLogger;
   /** Runs fn with no other event delivered to the object meanwhile (ctx.blockConcurrencyWhile). */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
-}
-
-function remoteItx(env: WorkerEnv): Receiver {
-  return {
-    async deliver(ctx, events) {
-      const receiver = ctx.entry.configuration.receiver;
-      if (receiver.action !== 'itx-call') return { ok: false, kind: 'fatal', error: 'internal error: itx receiver given another action' };
-      try {
-        return await env.RPC_HUB.getByName(projectObjectName(ctx.projectId)).deliverItx({
-          ...pickDeliveryStamp(ctx),
-          streamMaxOffset: ctx.streamMaxOffset,
-          expression: receiver.expression,
-          events: events.map((e) => ({ event: e.event, shaped: e.shaped })),
-          timeoutMs: 0,
-        });
-      } catch (error) {
-        return { ok: false, kind: 'unavailable', error: `the project's RPC hub could not be reached: ${error instanceof Error ? error.message : String(error)}` };
-      }
-    },
-  };
-}
-
-function webhooks(env: WorkerEnv, config: EngineConfig): Receiver {
-  const secret = env.RIVULET_WEBHOOK_SECRET?.trim();
-  if (!secret) {
-    return {
-      deliver: async () => ({
-        ok: false,
-        kind: 'unavailable',
-        error: 'this deployment has no webhook secret: set it with `wrangler secret put RIVULET_WEBHOOK_SECRET`',
-      }),
-    };
-  }
-  return webhookReceiver({ http: fetchOutbound({ allowPrivate: config.allowPrivateWebhooks }), secret, clock: systemClock });
 }
 
 export class StreamHost {
@@ -129,6 +94,7 @@ export class StreamHost {
       },
       log: engineLog(logger),
     });
+    const itx = hubItx(env);
     this.engine = composeEngine({
       storage: this.storage,
       alarms: this.alarms,
@@ -140,10 +106,15 @@ export class StreamHost {
       logger,
       receivers: {
         'copy-to-stream': copyReceiver(directory),
-        'itx-call': remoteItx(env),
-        'webhook-post': webhooks(env, this.config),
+        'itx-call': itxCallReceiver(itx),
+        'webhook-post': webhookReceiver({
+          http: fetchOutbound({ allowPrivate: this.config.allowPrivateWebhooks }),
+          secret: env.RIVULET_WEBHOOK_SECRET?.trim() || undefined,
+          missingSecret: 'this deployment has no webhook secret: set it with `wrangler secret put RIVULET_WEBHOOK_SECRET`',
+          clock: systemClock,
+        }),
       },
-      processorWaker: hubProcessorWaker(env),
+      processorWaker: processorWakeReceiver(itx),
     });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
