@@ -3,33 +3,17 @@
  * the ladder's decision (core/ladder.ts) applied to the runtime row — a retry after a back-off, a
  * halt with its `subscription-delivery-halted` fact, or a skip with its `error-occurred` audit —
  * and the audit of a JSONata condition that threw. The send loop (sender.ts) and the processor
- * driver both end failed deliveries here.
+ * driver both end failed deliveries here; it takes the loop's SendLoop (send-loop.ts).
  *
  * Every result is applied only while the delivery is still the current one of its run (`current`):
  * a late failure of a superseded run cannot delay or fail the new one.
  */
 import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type OutboundEntry } from '@rivulet/contract';
-import { afterFailure, type Failure, type LadderKnobs } from '../../core/ladder.js';
+import { afterFailure, type Failure } from '../../core/ladder.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
-import type { Clock, Random } from '../../ports/clock.js';
-import type { StreamActor } from '../actor.js';
+import type { FailureHandling, Flight, SendLoop } from './send-loop.js';
 
-/** One delivery of one key, started in one run (sender.ts). */
-export interface Flight {
-  run: string;
-}
-
-export interface FailureDeps {
-  actor: StreamActor;
-  clock: Clock;
-  random: Random;
-  knobs(): LadderKnobs;
-  /** The row, while `flight` is still the current delivery of its run. */
-  current(key: string, flight: Flight): SubscriptionRow | undefined;
-  /** Writes delivery progress (not synced on its own, protocol §12.9). */
-  write(row: SubscriptionRow): void;
-  log(message: string, error?: unknown): void;
-}
+export type { Flight } from './send-loop.js';
 
 /** Error text persisted in events is cut at 4096 characters (SEMANTICS §5.4). */
 export function cut(text: string): string {
@@ -41,8 +25,8 @@ function policyOf(entry: OutboundEntry): 'halt' | 'skip' {
   return receiver.action === 'itx-call' || receiver.action === 'webhook-post' ? receiver.delivery.onFailingEvent : 'halt';
 }
 
-export class DeliveryFailures {
-  constructor(private readonly deps: FailureDeps) {}
+export class DeliveryFailures implements FailureHandling {
+  constructor(private readonly loop: SendLoop) {}
 
   /** A JSONata condition threw on `offset`: one audit, then an ordered failure (SEMANTICS §5.2). */
   async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
@@ -58,7 +42,7 @@ export class DeliveryFailures {
 
   /** Appends one idempotent audit line per (key, run, offset) on the source stream; answers whether it is stored. */
   private async audit(key: string, row: SubscriptionRow, offset: number, kind: string, payload: Record<string, unknown>): Promise<boolean> {
-    const { actor } = this.deps;
+    const { actor } = this.loop;
     try {
       await actor.append(
         [
@@ -72,22 +56,23 @@ export class DeliveryFailures {
       );
       return true;
     } catch (error) {
-      this.deps.log(`could not append the ${kind} audit of ${actor.path} subscription "${key}"`, error);
+      this.loop.log(`could not append the ${kind} audit of ${actor.path} subscription "${key}"`, error);
       return false;
     }
   }
 
   async failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void> {
-    const { actor, current, write } = this.deps;
-    const row = current(key, flight);
+    const { loop } = this;
+    const { actor } = loop;
+    const row = loop.current(key, flight);
     if (!row) return;
-    const knobs = this.deps.knobs();
+    const knobs = loop.knobs;
     const lastError = cut(error);
-    const now = this.deps.clock.now();
-    const decision = afterFailure(row, failure, policyOf(entry), now, this.deps.random.next(), knobs);
+    const now = loop.clock.now();
+    const decision = afterFailure(row, failure, policyOf(entry), now, loop.random.next(), knobs);
     switch (decision.action) {
       case 'retry':
-        write({
+        loop.write({
           ...row,
           attempt: decision.attempt,
           confirmations: decision.confirmations,
@@ -99,7 +84,7 @@ export class DeliveryFailures {
         });
         return;
       case 'halt': {
-        write({ ...row, attempt: decision.attempts, nextAttemptAt: null, inflightDeadlineAt: null, lastError, isolate: true });
+        loop.write({ ...row, attempt: decision.attempts, nextAttemptAt: null, inflightDeadlineAt: null, lastError, isolate: true });
         try {
           await actor.append(
             [
@@ -110,11 +95,11 @@ export class DeliveryFailures {
             ],
             'platform',
           );
-          this.deps.log(`subscription "${key}" of ${actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
+          this.loop.log(`subscription "${key}" of ${actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
         } catch (appendError) {
-          this.deps.log(`could not append the halt of ${actor.path} subscription "${key}"`, appendError);
-          const still = current(key, flight);
-          if (still) write({ ...still, nextAttemptAt: now + knobs.baseMs });
+          this.loop.log(`could not append the halt of ${actor.path} subscription "${key}"`, appendError);
+          const still = loop.current(key, flight);
+          if (still) loop.write({ ...still, nextAttemptAt: now + knobs.baseMs });
         }
         return;
       }
@@ -125,14 +110,14 @@ export class DeliveryFailures {
           offset: decision.offset,
           error: lastError,
         });
-        const still = current(key, flight);
+        const still = loop.current(key, flight);
         if (!still) return;
         if (!audited) {
           // A skip is never applied without its durable audit (SEMANTICS §5.4): try again later.
-          write({ ...still, nextAttemptAt: now + knobs.baseMs, inflightDeadlineAt: null, lastError });
+          loop.write({ ...still, nextAttemptAt: now + knobs.baseMs, inflightDeadlineAt: null, lastError });
           return;
         }
-        write({
+        loop.write({
           ...still,
           cursor: Math.max(still.cursor, decision.offset),
           attempt: 0,

@@ -12,12 +12,11 @@
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { shapeEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
-import type { StreamActor } from '../actor.js';
-import { collectBatch, passOver } from './collect.js';
-import type { DeliveryFailures, Flight } from './failures.js';
-import { ReadAhead, type Owed } from './read-ahead.js';
-import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver, type Receivers } from '../receivers/receiver.js';
+import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver } from '../receivers/receiver.js';
 import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
+import { collectBatch, passOver } from './collect.js';
+import { ReadAhead, type Owed } from './read-ahead.js';
+import type { Flight, SendLoop } from './send-loop.js';
 
 /** One delivery ready to leave: its events, where a success leaves the cursor, the receiver call. */
 export interface Prepared {
@@ -29,16 +28,6 @@ export interface Prepared {
   bytes: number;
   /** The call with its per-call work done, when the receiver prepares calls (webhooks). */
   call: PreparedCall | undefined;
-}
-
-export interface PrepareDeps {
-  actor: StreamActor;
-  receivers: Receivers;
-  failures: DeliveryFailures;
-  /** The row, while `flight` is still the current delivery of its run. */
-  current(key: string, flight: Flight): SubscriptionRow | undefined;
-  /** Writes delivery progress (not synced on its own, protocol §12.9). */
-  write(row: SubscriptionRow): void;
 }
 
 const MAX_BATCH_EVENTS = 1000;
@@ -62,8 +51,8 @@ export class DeliveryPreparer {
   /** Events of the source read by receivers (the run's configure event): immutable per lifetime. */
   private readonly sourceEvents = new Map<string, CommittedEvent>();
 
-  constructor(private readonly deps: PrepareDeps) {
-    this.readAhead = new ReadAhead(deps.actor);
+  constructor(private readonly loop: SendLoop) {
+    this.readAhead = new ReadAhead(loop.actor);
   }
 
   /** Forgets what was read ahead for keys that are no longer configured (all keys without `configured`). */
@@ -77,15 +66,15 @@ export class DeliveryPreparer {
    * owed (the cursor moves past what was scanned), a condition or a transform that threw.
    */
   async prepare(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<Prepared | undefined> {
-    const { actor, failures } = this.deps;
+    const { actor, failures } = this.loop;
     const single = row.isolate || entry.configuration.receiver.action === 'webhook-post';
     const collected: Owed = readsAhead(entry, row)
       ? await this.readAhead.next(key, flight.run, entry, row.cursor)
       : await collectBatch(actor, entry, row.cursor, { maxEvents: single ? 1 : MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
-    const current = this.deps.current(key, flight);
+    const current = this.loop.current(key, flight);
     if (!current) return undefined;
     if (collected.kind === 'none') {
-      passOver(actor, this.deps.write, current, collected.scannedTo);
+      passOver(actor, (r) => this.loop.write(r), current, collected.scannedTo);
       return undefined;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {
@@ -115,11 +104,11 @@ export class DeliveryPreparer {
    */
   async ahead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
     try {
-      if (cursor >= this.deps.actor.durableHead) return undefined;
+      if (cursor >= this.loop.actor.durableHead) return undefined;
       const owed = await this.readAhead.next(key, flight.run, entry, cursor);
-      if (owed.kind !== 'events' || !this.deps.current(key, flight)) return undefined;
+      if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const event = owed.events[0]!;
-      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event, this.deps.actor.expressionBudget) }];
+      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event, this.loop.actor.expressionBudget) }];
       return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {
       return undefined;
@@ -127,7 +116,7 @@ export class DeliveryPreparer {
   }
 
   private prepared(key: string, entry: OutboundEntry, cursorBefore: number, cursorAfter: number, attempt: number, delivered: DeliveredEvent[]): Prepared | undefined {
-    const { actor } = this.deps;
+    const { actor } = this.loop;
     const state = actor.coreState;
     const row = actor.subscriptions.get(key);
     if (!state || !row) return undefined;
@@ -147,7 +136,7 @@ export class DeliveryPreparer {
       entry,
       sourceEvent: (offset) => this.sourceEvent(state.streamId, offset),
     };
-    const receiver = this.deps.receivers[entry.configuration.receiver.action];
+    const receiver = this.loop.receivers[entry.configuration.receiver.action];
     const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
     return { ctx, delivered, cursorBefore, cursorAfter, bytes, call: preparing(receiver) ? receiver.prepare(ctx, delivered) : undefined };
   }
@@ -156,7 +145,7 @@ export class DeliveryPreparer {
     const key = `${streamId}:${offset}`;
     let event = this.sourceEvents.get(key);
     if (!event) {
-      event = this.deps.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
+      event = this.loop.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
       if (!event) return undefined;
       if (this.sourceEvents.size >= 64) this.sourceEvents.delete(this.sourceEvents.keys().next().value as string);
       this.sourceEvents.set(key, event);

@@ -1,6 +1,7 @@
 /**
  * Delivery to hosted processors (`processor-wake`, SEMANTICS §5.8; protocol §20), one driver per
- * source stream, run by that stream's sender (sender.ts routes processor-wake rows here).
+ * source stream, run by that stream's sender (sender.ts routes processor-wake rows here), whose
+ * SendLoop (send-loop.ts) it takes.
  *
  * With no hosted connection for the key and a matching event after the last known checkpoint, the
  * driver WAKES the processor: it evaluates the expression from the source project's root and calls
@@ -14,7 +15,7 @@
  * own stream while folding): the result arrives through the batch's `reportDeliveryResult`. A
  * checkpoint that grew is progress; an error, a checkpoint that did not grow, no report within the
  * delivery timeout, or a lost connection go through the same ladder as every delivery (the
- * sender's `failed`): error → failing, `retryable: false` → fatal, timeout / disconnect / no host
+ * loop's failures.ts): error → failing, `retryable: false` → fatal, timeout / disconnect / no host
  * → unavailable (backoff, never a skip; processor-wake always halts at the limit). A lost or timed
  * out connection is dropped, so the next attempt wakes again and learns the checkpoint afresh.
  *
@@ -29,43 +30,16 @@ import {
   type OutboundEntry,
   type ProcessorWakeRequest,
 } from '@rivulet/contract';
-import type { Failure, FailureKind } from '../../core/ladder.js';
+import type { FailureKind } from '../../core/ladder.js';
 import { judgeWakeAnswer } from '../../core/processor-wake.js';
 import { succeeded, type SubscriptionRow } from '../../core/repair.js';
-import type { Clock } from '../../ports/clock.js';
-import type { Timer } from '../../ports/timer.js';
-import type { StreamActor } from '../actor.js';
-import type { EngineConfig } from '../config.js';
-import type { ServerMetrics } from '../metrics.js';
 import { committedJson } from '../event-json.js';
-import { collectBatch, passOver } from './collect.js';
-import { ReadAhead, type Owed } from './read-ahead.js';
 import { errorText } from '../receivers/receiver.js';
-import { within, type ProcessorWaker, type WakeOutcome } from './processor-port.js';
+import { collectBatch, passOver } from './collect.js';
 import { callBatch, type Hosted } from './processor-batch.js';
-
-interface Flight {
-  run: string;
-}
-
-/** What the driver uses of its stream's sender. */
-export interface ProcessorPort {
-  actor: StreamActor;
-  clock: Clock;
-  timer: Timer;
-  config: EngineConfig;
-  metrics?: ServerMetrics | undefined;
-  waker?: ProcessorWaker | undefined;
-  flights: Map<string, Flight>;
-  runOf(streamId: string, row: SubscriptionRow): string;
-  current(key: string, flight: Flight): SubscriptionRow | undefined;
-  write(row: SubscriptionRow): void;
-  failed(key: string, entry: OutboundEntry, flight: Flight, failure: Failure, error: string): Promise<void>;
-  conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, error: string): Promise<void>;
-  recheck(): void;
-  poke(): void;
-  log(message: string, error?: unknown): void;
-}
+import { within, type WakeOutcome } from './processor-port.js';
+import { ReadAhead, type Owed } from './read-ahead.js';
+import type { Flight, SendLoop } from './send-loop.js';
 
 const ONE = { maxEvents: 1, maxBytes: Number.MAX_SAFE_INTEGER, scanRows: 1000 } as const;
 
@@ -77,9 +51,9 @@ export class ProcessorDriver {
   private stopWatch: (() => void) | undefined;
   private closedForGood = false;
 
-  constructor(private readonly port: ProcessorPort) {
-    this.readAhead = new ReadAhead(port.actor);
-    this.detachView = port.actor.addConnectionView(() => this.view());
+  constructor(private readonly loop: SendLoop) {
+    this.readAhead = new ReadAhead(loop.actor);
+    this.detachView = loop.actor.addConnectionView(() => this.view());
   }
 
   /** Hosted connections currently open (tests, diagnostics). */
@@ -94,13 +68,13 @@ export class ProcessorDriver {
    */
   check(row: SubscriptionRow, entry: OutboundEntry, now: number): number {
     const hosted = this.hosted.get(row.key);
-    const owed = row.cursor < this.port.actor.durableHead || row.inflightDeadlineAt !== null;
+    const owed = row.cursor < this.loop.actor.durableHead || row.inflightDeadlineAt !== null;
     if (owed) {
       void this.step(row.key, entry);
       return Number.POSITIVE_INFINITY;
     }
     if (!hosted) return Number.POSITIVE_INFINITY;
-    const due = hosted.lastActiveAt + this.port.config.processorIdleMs;
+    const due = hosted.lastActiveAt + this.loop.config.processorIdleMs;
     if (now < due) return due;
     this.drop(row.key, hosted);
     return Number.POSITIVE_INFINITY;
@@ -111,13 +85,13 @@ export class ProcessorDriver {
     this.readAhead.retain((key) => state?.subscriptions.outbound.byKey[key]?.configuration.receiver.action === 'processor-wake');
     for (const [key, hosted] of [...this.hosted]) {
       const entry = state?.subscriptions.outbound.byKey[key];
-      const row = state ? this.port.actor.subscriptions.get(key) : undefined;
+      const row = state ? this.loop.actor.subscriptions.get(key) : undefined;
       const keep =
         state !== null &&
         entry?.configuration.receiver.action === 'processor-wake' &&
         row !== undefined &&
         !row.halted &&
-        this.port.runOf(state.streamId, row) === hosted.run;
+        this.loop.runOf(state.streamId, row) === hosted.run;
       if (!keep) this.drop(key, hosted);
     }
   }
@@ -127,14 +101,14 @@ export class ProcessorDriver {
    * host was away) are due now rather than at the end of their backoff. The attempt count stays.
    */
   expedite(now: number): boolean {
-    const state = this.port.actor.coreState;
+    const state = this.loop.actor.coreState;
     if (!state) return false;
     let any = false;
-    for (const row of [...this.port.actor.subscriptions.all()]) {
+    for (const row of [...this.loop.actor.subscriptions.all()]) {
       const entry = state.subscriptions.outbound.byKey[row.key];
       if (entry?.configuration.receiver.action !== 'processor-wake' || row.halted || this.hosted.has(row.key)) continue;
-      if (this.port.flights.has(row.key) || row.nextAttemptAt === null || row.nextAttemptAt <= now) continue;
-      this.port.write({ ...row, nextAttemptAt: now });
+      if (this.loop.flights.has(row.key) || row.nextAttemptAt === null || row.nextAttemptAt <= now) continue;
+      this.loop.write({ ...row, nextAttemptAt: now });
       any = true;
     }
     return any;
@@ -143,9 +117,9 @@ export class ProcessorDriver {
   /** runtime.connections entries of the open hosted connections (API.md §9). */
   view(): Record<string, ConnectionRuntimeState> {
     const out: Record<string, ConnectionRuntimeState> = {};
-    const head = this.port.actor.durableHead;
+    const head = this.loop.actor.durableHead;
     for (const [key, hosted] of this.hosted) {
-      const through = this.port.actor.subscriptions.get(key)?.cursor ?? hosted.checkpoint;
+      const through = this.loop.actor.subscriptions.get(key)?.cursor ?? hosted.checkpoint;
       out[key] = {
         kind: 'hosted',
         startedAt: hosted.startedAt,
@@ -184,7 +158,7 @@ export class ProcessorDriver {
     if (previous) this.drop(key, previous);
     this.hosted.set(key, hosted);
     // A destroyed stream ends its hosted connections at once (its rows went with it).
-    this.stopWatch ??= this.port.actor.watch({
+    this.stopWatch ??= this.loop.actor.watch({
       onEvents: () => undefined,
       onDestroyed: () => {
         this.stopWatch = undefined;
@@ -194,36 +168,36 @@ export class ProcessorDriver {
   }
 
   private async step(key: string, entry: OutboundEntry): Promise<void> {
-    const { port } = this;
-    const row = port.actor.subscriptions.get(key)!;
-    const flight: Flight = { run: port.runOf(port.actor.coreState!.streamId, row) };
-    port.flights.set(key, flight);
+    const { loop } = this;
+    const row = loop.actor.subscriptions.get(key)!;
+    const flight: Flight = { run: loop.runOf(loop.actor.coreState!.streamId, row) };
+    loop.flights.set(key, flight);
     try {
       await this.stepOnce(key, entry, flight);
     } catch (error) {
-      port.log(`processor delivery of ${port.actor.path} subscription "${key}" failed unexpectedly`, error);
-      const now = port.current(key, flight);
+      loop.log(`processor delivery of ${loop.actor.path} subscription "${key}" failed unexpectedly`, error);
+      const now = loop.current(key, flight);
       if (now) {
-        await port
+        await loop.failures
           .failed(key, entry, flight, { kind: 'unavailable', batchSize: 1, firstOffset: now.cursor + 1 }, `internal error: ${errorText(error)}`)
-          .catch((again: unknown) => port.log(`could not record the failure of ${port.actor.path} subscription "${key}"`, again));
+          .catch((again: unknown) => loop.log(`could not record the failure of ${loop.actor.path} subscription "${key}"`, again));
       }
     } finally {
-      if (port.flights.get(key) === flight) port.flights.delete(key);
-      port.recheck();
+      if (loop.flights.get(key) === flight) loop.flights.delete(key);
+      loop.recheck();
     }
   }
 
   /** Handles a read that delivers nothing; answers the event to send otherwise. */
   private async owed(key: string, entry: OutboundEntry, flight: Flight, collected: Owed): Promise<CommittedEvent | undefined> {
-    const row = this.port.current(key, flight);
+    const row = this.loop.current(key, flight);
     if (!row) return undefined;
     if (collected.kind !== 'none' && collected.events.length > 0) return collected.events[0];
     if (collected.kind === 'condition-error') {
-      await this.port.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
+      await this.loop.failures.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
       return undefined;
     }
-    passOver(this.port.actor, (r) => this.port.write(r), row, collected.scannedTo);
+    passOver(this.loop.actor, (r) => this.loop.write(r), row, collected.scannedTo);
     return undefined;
   }
 
@@ -233,18 +207,18 @@ export class ProcessorDriver {
   }
 
   private async stepOnce(key: string, entry: OutboundEntry, flight: Flight): Promise<void> {
-    const { port } = this;
+    const { loop } = this;
     let hosted = this.live(key, flight.run);
     if (!hosted) {
       // Wake only when a matching event follows the last known checkpoint.
-      const row = port.current(key, flight);
+      const row = loop.current(key, flight);
       if (!row) return;
-      const first = await this.owed(key, entry, flight, await collectBatch(port.actor, entry, row.cursor, ONE));
+      const first = await this.owed(key, entry, flight, await collectBatch(loop.actor, entry, row.cursor, ONE));
       if (!first) return;
       hosted = await this.wake(key, entry, flight);
       if (!hosted) return;
     }
-    const row = port.current(key, flight);
+    const row = loop.current(key, flight);
     if (!row) return;
     const event = await this.owed(key, entry, flight, await this.readAhead.next(key, flight.run, entry, row.cursor));
     if (!event) return;
@@ -252,35 +226,35 @@ export class ProcessorDriver {
   }
 
   private async wake(key: string, entry: OutboundEntry, flight: Flight): Promise<Hosted | undefined> {
-    const { port } = this;
+    const { loop } = this;
     const receiver = entry.configuration.receiver;
-    let row = port.current(key, flight)!;
+    let row = loop.current(key, flight)!;
     const fail = (kind: FailureKind, error: string) => {
-      port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: kind });
-      return port.failed(key, entry, flight, { kind, batchSize: 1, firstOffset: row.cursor + 1 }, error);
+      loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: kind });
+      return loop.failures.failed(key, entry, flight, { kind, batchSize: 1, firstOffset: row.cursor + 1 }, error);
     };
-    if (!port.waker || receiver.action !== 'processor-wake') {
+    if (!loop.processorWaker || receiver.action !== 'processor-wake') {
       await fail('unavailable', 'this server has no processor-wake receiver');
       return undefined;
     }
-    const state = port.actor.coreState!;
-    const timeout = port.config.deliveryTimeoutMs;
+    const state = loop.actor.coreState!;
+    const timeout = loop.config.deliveryTimeoutMs;
     // The watchdog is stored before the call leaves (SEMANTICS §4).
-    port.write({ ...row, inflightDeadlineAt: port.clock.now() + timeout });
+    loop.write({ ...row, inflightDeadlineAt: loop.clock.now() + timeout });
     const request: ProcessorWakeRequest = {
-      stream: { projectId: port.actor.projectId, path: port.actor.path, streamId: state.streamId, streamMaxOffset: port.actor.durableHead },
+      stream: { projectId: loop.actor.projectId, path: loop.actor.path, streamId: state.streamId, streamMaxOffset: loop.actor.durableHead },
       subscriptionKey: key,
     };
     const outcome = await within(
-      port.timer,
-      port.waker.wake(port.actor.projectId, receiver.expression, request),
+      loop.timer,
+      loop.processorWaker.wake(loop.actor.projectId, receiver.expression, request),
       timeout,
       (): WakeOutcome => ({ ok: false, kind: 'unavailable', error: `the processor did not answer the wake within ${timeout} ms` }),
       (late) => {
         if (late.ok) late.callable?.close();
       },
     );
-    const now = port.current(key, flight);
+    const now = loop.current(key, flight);
     if (!now || this.closedForGood) {
       if (outcome.ok) outcome.callable?.close();
       return undefined;
@@ -290,13 +264,13 @@ export class ProcessorDriver {
       await fail(outcome.kind, outcome.error);
       return undefined;
     }
-    const judged = judgeWakeAnswer(outcome.answer, outcome.callable !== undefined, { streamId: state.streamId, head: port.actor.durableHead });
+    const judged = judgeWakeAnswer(outcome.answer, outcome.callable !== undefined, { streamId: state.streamId, head: loop.actor.durableHead });
     if (!judged.ok || !outcome.callable) {
       outcome.callable?.close();
       await fail('failing', judged.ok ? 'the processor answered the wake without a processEventBatch function' : judged.error);
       return undefined;
     }
-    const started = port.clock.now();
+    const started = loop.clock.now();
     const hosted: Hosted = {
       run: flight.run,
       callable: outcome.callable,
@@ -313,42 +287,42 @@ export class ProcessorDriver {
       if (hosted.closed) return;
       hosted.pending?.finish({ kind: 'lost', failure: { kind: 'unavailable', error: `the processor host disconnected: ${error}` } });
       this.drop(key, hosted);
-      port.poke();
+      loop.poke();
     });
     // The processor owns its checkpoint: the row follows it (down as well, when the host lost state).
-    port.write({ ...row, cursor: judged.checkpoint, inflightDeadlineAt: null });
+    loop.write({ ...row, cursor: judged.checkpoint, inflightDeadlineAt: null });
     return hosted;
   }
 
   private async send(key: string, entry: OutboundEntry, flight: Flight, hosted: Hosted, event: CommittedEvent): Promise<void> {
-    const { port } = this;
-    let row = port.current(key, flight)!;
-    const state = port.actor.coreState!;
-    const timeout = port.config.deliveryTimeoutMs;
-    const started = port.clock.now();
-    port.write({ ...row, inflightDeadlineAt: started + timeout });
+    const { loop } = this;
+    let row = loop.current(key, flight)!;
+    const state = loop.actor.coreState!;
+    const timeout = loop.config.deliveryTimeoutMs;
+    const started = loop.clock.now();
+    loop.write({ ...row, inflightDeadlineAt: started + timeout });
     hosted.batchesSent++;
     hosted.eventsSent++;
     hosted.lastActiveAt = started;
     const checkpoint = hosted.checkpoint;
     const outcome = await callBatch(
       hosted,
-      { projectId: port.actor.projectId, path: port.actor.path, streamId: state.streamId, subscriptionKey: key, streamMaxOffset: port.actor.durableHead },
+      { projectId: loop.actor.projectId, path: loop.actor.path, streamId: state.streamId, subscriptionKey: key, streamMaxOffset: loop.actor.durableHead },
       event,
-      { checkpoint, head: () => port.actor.durableHead },
+      { checkpoint, head: () => loop.actor.durableHead },
       timeout,
-      port.timer,
+      loop.timer,
     );
-    const now = port.current(key, flight);
+    const now = loop.current(key, flight);
     if (!now) return;
     row = now;
-    const finished = port.clock.now();
+    const finished = loop.clock.now();
     hosted.lastActiveAt = finished;
     if (outcome.kind === 'judged' && outcome.judged.kind === 'progress') {
-      port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
+      loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
       hosted.checkpoint = outcome.judged.checkpoint;
-      port.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
-      port.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, committedJson(event).length));
+      loop.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
+      loop.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, committedJson(event).length));
       return;
     }
     const failure: { kind: FailureKind; error: string } =
@@ -357,10 +331,10 @@ export class ProcessorDriver {
         : outcome.kind === 'lost'
           ? outcome.failure
           : { kind: 'failing', error: 'unexpected report' };
-    port.metrics?.deliveries.inc({ action: 'processor-wake', outcome: failure.kind });
+    loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: failure.kind });
     // A connection that timed out or broke is dropped: the next attempt wakes again and learns the
     // checkpoint afresh (the host may have committed the event before it went quiet).
     if (failure.kind === 'unavailable') this.drop(key, hosted);
-    await port.failed(key, entry, flight, { kind: failure.kind, batchSize: 1, firstOffset: event.offset }, failure.error);
+    await loop.failures.failed(key, entry, flight, { kind: failure.kind, batchSize: 1, firstOffset: event.offset }, failure.error);
   }
 }

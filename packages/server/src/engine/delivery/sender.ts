@@ -10,7 +10,8 @@
  * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it (S39).
  *
  * Here: the loop, the flights, the watchdog and the call. What a delivery sends is prepare.ts (with
- * read-ahead.ts for webhooks); what a failure does to the row is failures.ts.
+ * read-ahead.ts for webhooks); what a failure does to the row is failures.ts; processor-wake rows
+ * are processor-driver.ts's. The sender is the one SendLoop (send-loop.ts) these helpers share.
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { ladderDefaults, type LadderKnobs } from '../../core/ladder.js';
@@ -20,11 +21,12 @@ import type { AlarmFactory, StreamAlarm, Timer } from '../../ports/timer.js';
 import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
-import { DeliveryFailures, type Flight } from './failures.js';
+import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
+import { DeliveryFailures } from './failures.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
-import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
+import type { Flight, SendLoop } from './send-loop.js';
 
 export interface SenderDeps {
   clock: Clock;
@@ -47,8 +49,9 @@ const STOP: Step = { again: false };
 /** A run is one lifetime of the source, one configuration and one cursor-set (protocol §12.1). */
 const runOf = (streamId: string, row: SubscriptionRow) => `${streamId}:${row.runConfiguredAt}:${row.runCursorSetAt}`;
 
-export class StreamSender {
-  private readonly flights = new Map<string, Flight>();
+/** The sender is the SendLoop its helpers share (send-loop.ts). */
+export class StreamSender implements SendLoop {
+  readonly flights = new Map<string, Flight>();
   private readonly alarm: StreamAlarm;
   /** The alarm is set (a retry, a deadline or an idle teardown is due at some time). */
   private armed = false;
@@ -56,7 +59,7 @@ export class StreamSender {
   private closed = false;
   /** Delivery of processor-wake rows (processor-driver.ts), created with the first such row. */
   private processors: ProcessorDriver | undefined;
-  private readonly failures: DeliveryFailures;
+  readonly failures: DeliveryFailures;
   private readonly preparer: DeliveryPreparer;
 
   constructor(
@@ -64,22 +67,44 @@ export class StreamSender {
     private readonly deps: SenderDeps,
   ) {
     this.alarm = deps.alarms.create(() => this.check());
-    this.failures = new DeliveryFailures({
-      actor,
-      clock: deps.clock,
-      random: deps.random,
-      knobs: () => this.knobs,
-      current: (key, flight) => this.current(key, flight),
-      write: (row) => this.write(row),
-      log: (message, error) => deps.log(message, error),
-    });
-    this.preparer = new DeliveryPreparer({
-      actor,
-      receivers: deps.receivers,
-      failures: this.failures,
-      current: (key, flight) => this.current(key, flight),
-      write: (row) => this.write(row),
-    });
+    this.failures = new DeliveryFailures(this);
+    this.preparer = new DeliveryPreparer(this);
+  }
+
+  get clock(): Clock {
+    return this.deps.clock;
+  }
+
+  get timer(): Timer {
+    return this.deps.timer;
+  }
+
+  get random(): Random {
+    return this.deps.random;
+  }
+
+  get config(): EngineConfig {
+    return this.deps.config;
+  }
+
+  get metrics(): ServerMetrics | undefined {
+    return this.deps.metrics;
+  }
+
+  get receivers(): Receivers {
+    return this.deps.receivers;
+  }
+
+  get processorWaker(): ProcessorWaker | undefined {
+    return this.deps.processorWaker;
+  }
+
+  runOf(streamId: string, row: SubscriptionRow): string {
+    return runOf(streamId, row);
+  }
+
+  log(message: string, error?: unknown): void {
+    this.deps.log(message, error);
   }
 
   get knobs(): LadderKnobs {
@@ -106,23 +131,7 @@ export class StreamSender {
   }
 
   private get processorDriver(): ProcessorDriver {
-    this.processors ??= new ProcessorDriver({
-      actor: this.actor,
-      clock: this.deps.clock,
-      timer: this.deps.timer,
-      config: this.deps.config,
-      metrics: this.deps.metrics,
-      waker: this.deps.processorWaker,
-      flights: this.flights,
-      runOf: (streamId, row) => runOf(streamId, row),
-      current: (key, flight) => this.current(key, flight),
-      write: (row) => this.write(row),
-      failed: (key, entry, flight, failure, error) => this.failures.failed(key, entry, flight, failure, error),
-      conditionFailed: (key, entry, flight, row, offset, error) => this.failures.conditionFailed(key, entry, flight, row, offset, error),
-      recheck: () => this.recheck(),
-      poke: () => this.poke(),
-      log: (message, error) => this.deps.log(message, error),
-    });
+    this.processors ??= new ProcessorDriver(this);
     return this.processors;
   }
 
@@ -173,7 +182,7 @@ export class StreamSender {
 
   private recheckQueued = false;
 
-  private recheck(): void {
+  recheck(): void {
     if (this.recheckQueued || this.closed) return;
     this.recheckQueued = true;
     queueMicrotask(() => {
@@ -229,7 +238,7 @@ export class StreamSender {
     else this.alarm.clear();
   }
 
-  private current(key: string, flight: Flight): SubscriptionRow | undefined {
+  current(key: string, flight: Flight): SubscriptionRow | undefined {
     const row = this.actor.subscriptions.get(key);
     const streamId = this.actor.coreState?.streamId;
     if (this.closed || !row || row.halted || streamId === undefined || this.flights.get(key) !== flight) return undefined;
@@ -274,7 +283,7 @@ export class StreamSender {
    * Delivery progress is not durable against power loss (a restart may redo a delivery: at least
    * once), so these writes never wait for the disk (ports/storage.ts).
    */
-  private write(row: SubscriptionRow): void {
+  write(row: SubscriptionRow): void {
     this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row), { durable: false });
   }
 
