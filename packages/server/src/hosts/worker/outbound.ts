@@ -65,7 +65,13 @@ export function fetchOutbound(options: { allowPrivate: boolean; maxResponseBytes
       } catch (error) {
         throw new Error(`cannot reach ${target.origin}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
       }
-      const body = await readCapped(response, max);
+      let body: string;
+      try {
+        body = await readCapped(response, max);
+      } catch (error) {
+        // The connection broke while the body arrived: not an answer, and the error says where.
+        throw new Error(`lost the answer of ${target.origin}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
       return { status: response.status, statusText: response.statusText || REASONS[response.status] || '', body };
     },
   };
