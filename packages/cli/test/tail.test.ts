@@ -73,7 +73,8 @@ describe('rivulet tail', () => {
     const run = await running;
     expect(run.code).toBe(0);
     expect(offsetsOf(run.out)).toEqual(range(1, 5));
-    expect(run.err[0]).toMatch(/^rivulet tail: connection lost .*; reconnecting in \d+ ms \(attempt 1\)$/);
+    // A server that stops ends its live readers' streams cleanly (protocol §16.9).
+    expect(run.err[0]).toMatch(/^rivulet tail: the server ended the stream \(restarting\?\); reconnecting in \d+ ms \(attempt 1\)$/);
     expect(run.err.at(-1)).toBe('rivulet tail: stream /re was destroyed');
   });
 

@@ -55,7 +55,7 @@ export const tailCommand: Command = {
           signal: stop.signal,
           onReconnect: ({ error, delayMs, attempt }) =>
             io.err(
-              `rivulet tail: connection lost${error ? ` (${error.code} ${error.message})` : ''}; reconnecting in ${delayMs} ms (attempt ${attempt})`,
+              `rivulet tail: ${error ? `connection lost (${error.code} ${error.message})` : 'the server ended the stream (restarting?)'}; reconnecting in ${delayMs} ms (attempt ${attempt})`,
             ),
           onDestroyed: () => io.err(`rivulet tail: stream ${path} was destroyed`),
         });

@@ -16,8 +16,15 @@ export const SETTLE_MS = 50;
 export interface HttpDrain {
   /** Responses node:http has not finished. */
   readonly inFlight: number;
+  /**
+   * Whether to run a request node:http has just read: false once the settle window of a drain is
+   * over (storage is about to close), and the request is then answered 503 here.
+   */
+  admit(outgoing: ServerResponse): boolean;
   /** Stops accepting connections (the listener closes; open connections stay). */
   stopListening(): void;
+  /** Resolves once the listener is closed and the server's last connection has ended. */
+  readonly closed: Promise<void>;
   /**
    * Answers what is in flight with `Connection: close`, closes connections as they fall idle, and
    * resolves once none is left or at `deadline` (performance.now() time), whichever comes first.
@@ -28,7 +35,10 @@ export interface HttpDrain {
 export function trackHttp(server: Server): HttpDrain {
   const inFlight = new Set<ServerResponse>();
   let draining = false;
+  let admitting = true;
   let changed: (() => void) | null = null;
+  // net.Server emits 'close' once, when it no longer listens and its last connection ended.
+  const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
   // Before the request handler: a request that starts while draining is told at once.
   server.prependListener('request', (_incoming, outgoing: ServerResponse) => {
     inFlight.add(outgoing);
@@ -42,6 +52,14 @@ export function trackHttp(server: Server): HttpDrain {
     get inFlight() {
       return inFlight.size;
     },
+    admit(outgoing) {
+      if (admitting) return true;
+      const body = JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'the server is shutting down: retry on the next one' } });
+      outgoing.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+      outgoing.end(body);
+      return false;
+    },
+    closed,
     stopListening() {
       // net's close: node:http's own close would also drop idle connections at once.
       if (server.listening) NetServer.prototype.close.call(server);
@@ -50,6 +68,8 @@ export function trackHttp(server: Server): HttpDrain {
       draining = true;
       for (const outgoing of inFlight) if (!outgoing.headersSent) outgoing.setHeader('connection', 'close');
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(SETTLE_MS, deadline - performance.now()))));
+      // What was buffered has been read: from here on nothing new starts, what runs is answered.
+      admitting = false;
       // Connections fall idle as their last answer goes out; close them as that happens.
       while (performance.now() < deadline) {
         server.closeIdleConnections();

@@ -239,6 +239,9 @@ class FrontConnection {
     this.owner.connections.delete(this);
     if (this.clientEnded && this.buffered > 0) this.socket.end(BAD_REQUEST);
     else this.socket.end();
+    // Closed once what was written has gone out, as node:http closes a connection it ends: a
+    // client that never closes its side must not hold the socket (and a server's close) open.
+    this.socket.once('finish', () => this.socket.destroy());
   }
 
   /** Gives the connection, and every byte not yet answered, to node:http. */

@@ -221,6 +221,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const answerAppend = appendAnswerer({ service, tokens, maxBodyBytes, logger, hooks });
   const appendNatively = nativeAppend(answerAppend, logger);
   const server = createServer((incoming, outgoing) => {
+    if (!http.admit(outgoing)) return;
     if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
   // What node:http is answering, so that a shutdown answers it before it closes (drain.ts).
@@ -285,10 +286,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         webhooks.close();
         purger.stop();
         front.close();
-        await new Promise<void>((res) => {
-          server.close(() => res());
-          server.closeAllConnections();
-        });
+        // Whatever is still open (past the grace period) is cut; the listener closed at the start.
+        server.closeAllConnections();
+        await http.closed;
         await storage.flush().catch(() => undefined);
         storage.close();
         unlock();
