@@ -175,7 +175,10 @@ export function createApp(options: AppOptions): Hono {
   });
 
   app.get('/metrics', (c) => {
-    authenticate(c.req.raw.headers, options.tokens);
+    // The text names every project's streams and subscription keys (the lag gauge): admin only.
+    if (!authenticate(c.req.raw.headers, options.tokens).admin) {
+      throw new RivuletError('FORBIDDEN', '/metrics describes every project on this server: it needs an admin token (project "*")');
+    }
     return c.body(metrics.registry.render(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

@@ -73,6 +73,22 @@ describe('authentication (protocol §8.1, §8.2)', () => {
     expect(await admin.read('/auth/x')).toEqual(EMPTY);
   });
 
+  it("/metrics is for admin tokens only: a project token would read other projects' paths and keys", async () => {
+    await beta.append('/auth/metrics-src', [
+      { type: 'x' },
+      {
+        type: 'events.iterate.com/stream/subscription-configured',
+        payload: { subscriptionKey: 'beta-secret-key', filter: { eventTypes: ['never'] }, receiver: { action: 'copy-to-stream', receivingStreamPath: '/auth/metrics-dst', delivery: { start: 'now', onFailingEvent: 'halt' } } },
+      },
+    ]);
+    const message = '/metrics describes every project on this server: it needs an admin token (project "*")';
+    expectError(await alpha.request('GET', '/metrics'), 'FORBIDDEN', message);
+    expectError(await beta.request('GET', '/metrics'), 'FORBIDDEN', message);
+    const res = await admin.request('GET', '/metrics');
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('rivulet_appends_total');
+  });
+
   it('/healthz needs no token', async () => {
     const res = await anonymous.request('GET', '/healthz');
     expect(res.status).toBe(200);

@@ -3,7 +3,7 @@
  * rivulet_appends_total and rivulet_deliveries_total sampled every second (client.metrics()), plus
  * the server-wide count of halted subscriptions.
  */
-import type { RivuletClient } from '@rivulet/client';
+import { RivuletError, type RivuletClient } from '@rivulet/client';
 import { every } from '../common.js';
 import { h, svg } from '../dom.js';
 import { RateWindow, readCounters, type RatePoint } from '../metrics.js';
@@ -54,11 +54,13 @@ export class ThroughputChart {
     let text: string;
     try {
       text = await this.client.metrics({ signal });
-    } catch {
+    } catch (error) {
       if (signal.aborted) return;
       this.appendsValue.textContent = '–';
       this.deliveriesValue.textContent = '–';
-      this.element.title = 'Metrics unavailable';
+      // With tokens, /metrics is for admin tokens only (it describes every project).
+      this.element.title =
+        error instanceof RivuletError && error.code === 'FORBIDDEN' ? 'Server-wide metrics need an admin token' : 'Metrics unavailable';
       return;
     }
     const counters = readCounters(text);
