@@ -114,7 +114,9 @@ export function createApp(options: AppOptions): Hono {
       // The append route decides, and tells the hooks, itself.
       const request = c.req.raw;
       const headers = headerReader(request, incomingOf(c));
-      const answer = await answerAppend(rawPath, headers, () => readBodyBytes(request, headers, maxBodyBytes), started);
+      // The query goes along: the route refuses one (protocol §1.2).
+      const search = new URL(request.url).search;
+      const answer = await answerAppend(rawPath + search, headers, () => readBodyBytes(request, headers, maxBodyBytes), started);
       const res = new Response(answer.text, { status: answer.status, headers: { 'content-type': JSON_TYPE } });
       if (answer.headers !== undefined) for (const [name, value] of answer.headers) res.headers.append(name, value);
       c.res = res;

@@ -7,7 +7,7 @@
  * length, then the body (read only once the head passed), its UTF-8 and JSON (body.ts), its events
  * (append-body.ts), the append, and the answer or the error's (protocol §7).
  */
-import type { ErrorCode } from '@rivulet/contract';
+import { RivuletError, type ErrorCode } from '@rivulet/contract';
 import type { StreamService } from '../engine/service.js';
 import type { ServerMetrics } from '../engine/metrics.js';
 import { appendAnswer, parseAppendBody } from './append-body.js';
@@ -80,9 +80,11 @@ export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
     let text: string;
     let errorCode: ErrorCode | undefined;
     try {
-      const address = parseStreamAddress(url);
+      const query = url.indexOf('?');
+      const address = parseStreamAddress(query === -1 ? url : url.slice(0, query));
       route = APPEND_ROUTE;
       const principal = authenticate(headers, tokens);
+      if (query !== -1 && query < url.length - 1) throw new RivuletError('INVALID_INPUT', 'POST /v1/streams/{path} takes no query parameters');
       requireJsonContentType(headers.get('content-type'));
       checkDeclaredLength(headers, maxBodyBytes);
       const bytes = await body();

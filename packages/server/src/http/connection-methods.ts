@@ -5,7 +5,7 @@
  */
 import { RivuletError, WaitForEventBodySchema, parseOrThrow } from '@rivulet/contract';
 import type { OpenApiOperation } from './openapi.js';
-import { json, type CustomMethod } from './stream-routes.js';
+import { json, refuseQuery, type CustomMethod } from './stream-routes.js';
 
 export const connectionMethods = new Map<string, CustomMethod>([
   [
@@ -13,7 +13,7 @@ export const connectionMethods = new Map<string, CustomMethod>([
     {
       httpMethod: 'POST',
       async handle(req) {
-        if ([...req.url.searchParams.keys()].length > 0) throw new RivuletError('INVALID_INPUT', ':waitForEvent takes no query parameters');
+        refuseQuery(req.url, ':waitForEvent');
         const body = parseOrThrow(WaitForEventBodySchema, await req.json(), 'body');
         if (!req.service.waitForEvent) throw new RivuletError('UNAVAILABLE', 'this server does not serve waitForEvent');
         return json(await req.service.waitForEvent(req.principal.projectId, req.path, body, req.request.signal));

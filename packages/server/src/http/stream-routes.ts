@@ -57,6 +57,14 @@ function readResponse(result: ReadRawResult): Response {
   return new Response(text, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
 }
 
+/**
+ * Refuses a query on a route that takes none (protocol §1.1): a parameter that does nothing is a
+ * client mistake (a misspelt option, a GET's parameter on a POST), not something to ignore.
+ */
+export function refuseQuery(url: URL, route: string): void {
+  if (url.search.length > 1) throw new RivuletError('INVALID_INPUT', `${route} takes no query parameters`);
+}
+
 function queryObject(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of url.searchParams) {
@@ -157,6 +165,7 @@ export async function handleStreamRequest(
       return readResponse(result);
     }
     case 'DELETE': {
+      refuseQuery(url, 'DELETE /v1/streams/{path}');
       await service.destroy(projectId, address.path);
       return json({ destroyed: true });
     }
@@ -176,7 +185,7 @@ export async function handleListRequest(request: Request, principal: Principal, 
 export const stateMethod: CustomMethod = {
   httpMethod: 'GET',
   async handle(req) {
-    if ([...req.url.searchParams.keys()].length > 0) throw new RivuletError('INVALID_INPUT', ':state takes no query parameters');
+    refuseQuery(req.url, ':state');
     return json(await req.service.state(req.principal.projectId, req.path));
   },
 };

@@ -12,12 +12,13 @@ import {
 } from '@rivulet/contract';
 import type { z } from 'zod';
 import type { OpenApiOperation } from './openapi.js';
-import { json, type CustomMethod, type StreamRequest } from './stream-routes.js';
+import { json, refuseQuery, type CustomMethod, type StreamRequest } from './stream-routes.js';
 
-function post<S extends z.ZodType>(schema: S, run: (req: StreamRequest, body: z.output<S>) => Promise<unknown>): CustomMethod {
+function post<S extends z.ZodType>(name: string, schema: S, run: (req: StreamRequest, body: z.output<S>) => Promise<unknown>): CustomMethod {
   return {
     httpMethod: 'POST',
     async handle(req) {
+      refuseQuery(req.url, `:${name}`);
       const body = parseOrThrow(schema, await req.json());
       return json(await run(req, body));
     },
@@ -27,23 +28,23 @@ function post<S extends z.ZodType>(schema: S, run: (req: StreamRequest, body: z.
 export const subscriptionMethods = new Map<string, CustomMethod>([
   [
     'subscribeToEventsFrom',
-    post(SubscribeToEventsFromBodySchema, (req, body) => req.service.subscribeToEventsFrom(req.principal.projectId, req.path, body)),
+    post('subscribeToEventsFrom', SubscribeToEventsFromBodySchema, (req, body) => req.service.subscribeToEventsFrom(req.principal.projectId, req.path, body)),
   ],
   [
     'unsubscribeFromEvents',
-    post(UnsubscribeFromEventsBodySchema, (req, body) => req.service.unsubscribeFromEvents(req.principal.projectId, req.path, body)),
+    post('unsubscribeFromEvents', UnsubscribeFromEventsBodySchema, (req, body) => req.service.unsubscribeFromEvents(req.principal.projectId, req.path, body)),
   ],
   [
     'setSubscriptionCursor',
-    post(SetSubscriptionCursorBodySchema, (req, body) => req.service.setSubscriptionCursor(req.principal.projectId, req.path, body)),
+    post('setSubscriptionCursor', SetSubscriptionCursorBodySchema, (req, body) => req.service.setSubscriptionCursor(req.principal.projectId, req.path, body)),
   ],
   [
     'resumeSubscription',
-    post(ResumeSubscriptionBodySchema, (req, body) => req.service.resumeSubscription(req.principal.projectId, req.path, body)),
+    post('resumeSubscription', ResumeSubscriptionBodySchema, (req, body) => req.service.resumeSubscription(req.principal.projectId, req.path, body)),
   ],
   [
     'setSubscriptionCursorAndResume',
-    post(SetSubscriptionCursorBodySchema, (req, body) =>
+    post('setSubscriptionCursorAndResume', SetSubscriptionCursorBodySchema, (req, body) =>
       req.service.setSubscriptionCursorAndResume(req.principal.projectId, req.path, body),
     ),
   ],

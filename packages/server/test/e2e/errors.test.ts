@@ -270,6 +270,35 @@ describe('read queries', () => {
     expectError(await api.request('GET', `${streamRoute('/err/query', 'state')}?x=1`), 'INVALID_INPUT', ':state takes no query parameters');
     expectError(await api.request('GET', '/v1/streams?prefix=/a&bogus=1'), 'INVALID_INPUT', 'Unrecognized key: "bogus"');
   });
+
+  it('the routes that take no query refuse any parameter, and commit nothing', async () => {
+    const path = '/err/noquery';
+    const target = streamRoute(path);
+    await api.append(path, { type: 'x' });
+    const head = (await api.read(path)).streamMaxOffset;
+    const cases: [string, string, unknown, string][] = [
+      ['POST', `${target}?afterOffset=0`, { type: 'x' }, 'POST /v1/streams/{path} takes no query parameters'],
+      ['POST', `${target}?x`, [{ type: 'x' }], 'POST /v1/streams/{path} takes no query parameters'],
+      ['DELETE', `${target}?force=1`, undefined, 'DELETE /v1/streams/{path} takes no query parameters'],
+      [
+        'POST',
+        `${streamRoute('/err/noquery-dst', 'subscribeToEventsFrom')}?start=beginning`,
+        { sourceStreamPath: path, subscriptionKey: 'q' },
+        ':subscribeToEventsFrom takes no query parameters',
+      ],
+      ['POST', `${streamRoute(path, 'setSubscriptionCursor')}?cursor=0`, { subscriptionKey: 'q', cursor: 0 }, ':setSubscriptionCursor takes no query parameters'],
+      ['POST', `${streamRoute(path, 'resumeSubscription')}?now=1`, { subscriptionKey: 'q' }, ':resumeSubscription takes no query parameters'],
+      ['POST', `${streamRoute('/err/noquery-dst', 'unsubscribeFromEvents')}?all`, { sourceStreamPath: path, subscriptionKey: 'q' }, ':unsubscribeFromEvents takes no query parameters'],
+    ];
+    for (const [method, url, json, message] of cases) {
+      expectError(await api.request(method, url, json === undefined ? {} : { json }), 'INVALID_INPUT', message);
+    }
+    // Nothing was appended, destroyed or subscribed; a lone "?" carries no parameter and is fine.
+    expect((await api.read(path)).streamMaxOffset).toBe(head);
+    expect((await api.read('/err/noquery-dst')).streamMaxOffset).toBe(0);
+    const ok = await api.request('POST', `${target}?`, { json: { type: 'x' } });
+    expect(ok.status, ok.text).toBe(200);
+  });
 });
 
 describe('routes and methods', () => {
