@@ -11,7 +11,7 @@ import type { ServerMetrics } from '../engine/metrics.js';
 import { authenticate, type TokenTable } from './auth.js';
 import { readBodyBytes } from './body.js';
 import { headerReader } from './request-headers.js';
-import { consoleLogger, errorResponse, rivuletErrorResponse, toRivuletError, type ErrorLogger } from './errors.js';
+import { ClientAborted, consoleLogger, errorResponse, rivuletErrorResponse, toRivuletError, type ErrorLogger } from './errors.js';
 import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
 import { JSON_TYPE, appendAnswerer, hooksOf } from './append-route.js';
 import type { AnswerHeaders, AnsweredRequest, RequestHooks } from './request-hooks.js';
@@ -142,9 +142,13 @@ export function createApp(options: AppOptions): Hono {
         errorCode = codeOf(c.error);
       }
     } catch (error) {
-      const e = toRivuletError(error, logger);
-      errorCode = e.code;
-      c.res = rivuletErrorResponse(e);
+      if (error instanceof ClientAborted) {
+        c.res = errorResponse(error, logger, route);
+      } else {
+        const e = toRivuletError(error, logger);
+        errorCode = e.code;
+        c.res = rivuletErrorResponse(e);
+      }
     }
     const answered: AnsweredRequest = {
       method: c.req.method,

@@ -4,6 +4,7 @@
  * SEMANTICS §8), and clear INVALID_INPUT / PAYLOAD_TOO_LARGE answers instead of crashes.
  */
 import { Limits, RivuletError } from '@rivulet/contract';
+import { ClientAborted } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
 
 export function requireJsonContentType(contentType: string | null | undefined): void {
@@ -38,9 +39,15 @@ const EMPTY = new Uint8Array(0);
 export async function readBodyBytes(request: Request, headers: HeaderReader, maxBytes: number): Promise<Uint8Array> {
   // A declared length is read in one go. On Node this must not touch `request.body`, which would
   // build the web stream machinery, the largest cost of a small append.
-  if (headers.get('content-length') !== null) return new Uint8Array(await request.arrayBuffer());
-  if (request.body) return readCapped(request.body, maxBytes);
-  return EMPTY;
+  try {
+    if (headers.get('content-length') !== null) return new Uint8Array(await request.arrayBuffer());
+    if (request.body) return await readCapped(request.body, maxBytes);
+    return EMPTY;
+  } catch (error) {
+    if (error instanceof RivuletError) throw error;
+    // Reading a request's own body fails only when its client went away mid-body.
+    throw new ClientAborted(error);
+  }
 }
 
 export async function readBodyText(request: Request, headers: HeaderReader, maxBytes: number): Promise<string> {

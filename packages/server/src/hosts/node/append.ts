@@ -13,7 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_TYPE, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
-import type { ErrorLogger } from '../../http/errors.js';
+import { ClientAborted, type ErrorLogger } from '../../http/errors.js';
 import { plainHeaders } from '../../http/request-headers.js';
 
 export { appendAnswerer, JSON_TYPE, type AppendAnswer, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
@@ -29,7 +29,7 @@ function readBody(incoming: IncomingMessage): Promise<Buffer> {
     // A request cut off before its end is destroyed with an error, so 'error' covers aborts too.
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    incoming.on('error', reject);
+    incoming.on('error', (error) => reject(new ClientAborted(error)));
   });
 }
 
