@@ -1,5 +1,5 @@
 /**
- * The commit step of an append (ARCHITECTURE "The flow of one append"): the rows, the streams-row
+ * The commit step of an append (protocol §4.1): the rows, the streams-row
  * checkpoint, the ephemeral prune and the subscription rows of one decision written in one
  * transaction, and the actor's in-memory copy brought to the decision. Deciding happens before
  * (core/decide-append.ts), publishing after durability (actor.ts).

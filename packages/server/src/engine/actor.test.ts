@@ -1,8 +1,8 @@
 /**
  * The stream actor over real storage: appends issued in one turn share a group commit and answer
  * in order; nothing uncommitted is ever readable; a group that fails to commit answers UNAVAILABLE
- * to every append in it and the actors reload from storage (SEMANTICS §1.3, ports/storage.ts);
- * destroy starts a new lifetime (§1.2); post-commit work sees each new event once (§1.4).
+ * to every append in it and the actors reload from storage (protocol §4.1, §4.7, ports/storage.ts);
+ * destroy starts a new lifetime (§2.5); post-commit work sees each new event once (§4.2).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -274,7 +274,7 @@ describe.each([
   });
 });
 
-describe('subscription keys and live connection keys share one namespace (SEMANTICS §3)', () => {
+describe('subscription keys and live connection keys share one namespace (protocol §9.2, §19.2)', () => {
   const configure = (subscriptionKey: string): AppendInput => ({
     type: EventType.subscriptionConfigured,
     payload: {

@@ -1,11 +1,11 @@
 /**
- * The stream actor: the single writer of one stream (ARCHITECTURE "The flow of one append").
+ * The stream actor: the single writer of one stream (protocol §4.1, §4.7).
  *
  * Every mutation runs its decide/fold/write as one synchronous section over the storage port, so
  * two requests to one stream can never interleave inside it, while different streams proceed
  * independently and share group commits. After the synchronous section the caller awaits
  * `storage.flush()`; only then is the answer given, the committed head advanced, live readers woken
- * and post-commit work scheduled (never awaited inside the append, SEMANTICS §1.3, §8).
+ * and post-commit work scheduled (never awaited inside the append, protocol §4.1).
  *
  * Reads never go beyond the committed head, so nothing that could still be lost is ever shown.
  */
@@ -107,7 +107,7 @@ export class StreamActor {
       stateBytes: state ? utf8Length(JSON.stringify(state)) : 0,
       head: row?.head ?? 0,
       checkpoint: row?.checkpoint ?? 0,
-      // Lifetimes must order by createdAt (SEMANTICS §1.2): never below this lifetime's start.
+      // Lifetimes must order by createdAt (protocol §2.2, §2.5): never below this lifetime's start.
       lastCreatedMs: row ? Date.parse(row.created_at) : 0,
       lastPruneMs: 0,
       subscriptions,
@@ -227,8 +227,9 @@ export class StreamActor {
   }
 
   /**
-   * Receives a batch of copies from the trusted delivery path (SEMANTICS §5.5). The fence and the
-   * plan are judged inside the synchronous section, against the state they will be committed on.
+   * Receives a batch of copies from the trusted delivery path (protocol §3.5, §13.1). The fence
+   * and the plan are judged inside the synchronous section, against the state they will be
+   * committed on.
    */
   async receiveCopies(batch: CopyBatch): Promise<CopyReceipt> {
     validateCopyBatch(batch, this);
@@ -305,7 +306,7 @@ export class StreamActor {
     return () => this.connectionViews.delete(view);
   }
 
-  /** Erases every row; the next touch starts a new lifetime (SEMANTICS §1.2). */
+  /** Erases every row; the next touch starts a new lifetime (protocol §2.5). */
   async destroy(): Promise<boolean> {
     const loaded = this.load();
     const sid = loaded.sid;

@@ -1,8 +1,8 @@
 /**
- * The subscription commands of API.md §3, as conveniences that append exactly the design page's
- * events (SEMANTICS §2.2, §3, §9.7–9.10). Each judges current state and appends in one synchronous
- * section of the actor (a plan function), so a check and its append cannot be separated by another
- * writer.
+ * The subscription commands of protocol §14, as conveniences that append exactly the events of
+ * §9 (keys §9.2, missing keys §9.8, identical configures §14.1, resume §9.7, §14.4–14.5). Each
+ * judges current state and appends in one synchronous section of the actor (a plan function), so
+ * a check and its append cannot be separated by another writer.
  */
 import {
   EventType,
@@ -67,7 +67,7 @@ export async function subscribeToEventsFrom(
   const source = actorOf(sourcePath);
   const input: EventInput = { type: EventType.subscriptionConfigured, payload: payload as never };
   if (body.idempotencyKey !== undefined) input.idempotencyKey = body.idempotencyKey;
-  // Level-triggered (SEMANTICS §2.2): an identical configuration of an existing explicit key
+  // Level-triggered (protocol §14.1): an identical configuration of an existing explicit key
   // appends nothing. Judged inside the append's synchronous section, against the state it would
   // be committed on.
   let existingAt: number | undefined;

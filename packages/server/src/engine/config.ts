@@ -1,4 +1,4 @@
-/** Engine configuration: operator limits and the delivery knobs of API.md §7 / SEMANTICS §4. */
+/** Engine configuration: operator limits and the delivery knobs of protocol §16.1 (their meaning: §12.3–§12.7). */
 import { Defaults } from '@rivulet/contract';
 import { defaultExpressionLimits } from '../core/expression-budget.js';
 
@@ -21,7 +21,7 @@ export interface EngineConfig {
   watchdogLeaseMs: number;
   /** A caught-up hosted processor connection is closed after this long without a batch, and woken again on the next matching event (protocol §20). */
   processorIdleMs: number;
-  /** Whether webhooks may target loopback, private, link-local and metadata addresses (API.md §8). */
+  /** Whether webhooks may target loopback, private, link-local and metadata addresses (protocol §16.1, §17.4). */
   allowPrivateWebhooks: boolean;
   /** Time budget of one JSONata evaluation, in milliseconds (protocol §16.8). */
   expressionTimeMs: number;

@@ -133,7 +133,7 @@ export class MetricsRegistry {
   }
 }
 
-/** The metrics every host exposes (API.md §9). */
+/** The metrics every host exposes (protocol §15.2). */
 export function createServerMetrics(registry = new MetricsRegistry()) {
   return {
     registry,

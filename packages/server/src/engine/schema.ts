@@ -1,6 +1,6 @@
 /**
  * The SQL schema of the engine, shared by every adapter (one database holds many streams in the
- * Node host; a Durable Object holds one). Format versioning follows SEMANTICS §1.8: a database
+ * Node host; a Durable Object holds one). Format versioning follows protocol §16.4: a database
  * written by another format is refused with instructions, never migrated in place.
  */
 import { RivuletError } from '@rivulet/contract';
@@ -52,7 +52,7 @@ const DDL = [
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
-  // Delivery progress per subscription: runtime state, repaired from core state (SEMANTICS §5.1).
+  // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).
   `CREATE TABLE IF NOT EXISTS subscription_runtime (
      sid INTEGER NOT NULL,
      key TEXT NOT NULL,

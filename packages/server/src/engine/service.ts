@@ -60,11 +60,11 @@ export interface StreamService {
     body: { subscriptionKey: string; afterOffset: number },
   ): ReturnType<typeof commands.setSubscriptionCursorAndResume>;
   /**
-   * A live connection (API.md §5, protocol §19): `callback` receives batches until the handle is
+   * A live connection (protocol §19.1): `callback` receives batches until the handle is
    * closed. Optional: a host that serves no live connections leaves it out (callers answer UNAVAILABLE).
    */
   openConnection?(projectId: string | null, path: string, options: OpenConnectionOptions, callback: BatchCallback): Promise<ConnectionHandle>;
-  /** `:waitForEvent` (API.md §3, protocol §19.6); `signal` cancels the wait. Optional like openConnection. */
+  /** `:waitForEvent` (protocol §19.7); `signal` cancels the wait. Optional like openConnection. */
   waitForEvent?(projectId: string | null, path: string, body: WaitForEventBody, signal?: AbortSignal): Promise<WaitForEventResponse>;
 }
 

@@ -69,7 +69,7 @@ const checkpointOf = (storage: SqlStorage, path: string) =>
     path,
   )[0];
 
-describe('storage format check (SEMANTICS §1.8)', () => {
+describe('storage format check (protocol §16.4)', () => {
   const refusal = (found: string) =>
     `this data was written by storage format ${found}; this server reads format 3. ` +
     'Nothing is migrated in place: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.';

@@ -265,7 +265,7 @@ export class SubscriptionRuntime {
     this.sid = null;
   }
 
-  /** runtime.subscriptions of :state (API.md §9): progress and measurements, never configuration. */
+  /** runtime.subscriptions of :state (protocol §11): progress and measurements, never configuration. */
   view(head: number): Record<string, SubscriptionRuntimeState> {
     const out: Record<string, SubscriptionRuntimeState> = {};
     for (const row of this.rows.values()) {

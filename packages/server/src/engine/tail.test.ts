@@ -1,5 +1,5 @@
 /**
- * tailStream (SEMANTICS §9.6, scenario S10): durable replay after a cursor, then live events, with
+ * tailStream (protocol §5.2): durable replay after a cursor, then live events, with
  * no gap and no duplicate at the seam, also when appends race with the replay; a reader that falls
  * behind catches up from storage without losing a durable event; destroy ends the tail.
  * Runs over MemoryStorage and over SQLite with group commit (where publication waits a turn).

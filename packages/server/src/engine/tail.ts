@@ -1,6 +1,6 @@
 /**
  * A live tail of one stream: durable replay after a cursor, then live events, with no gap and no
- * duplicate at the seam (SEMANTICS §9.6, scenario S10).
+ * duplicate at the seam (protocol §5.2).
  *
  * The listener is registered first; the actor answers the committed head at that moment. Replay
  * reads durable events up to that head from storage; everything after it arrives through the

@@ -1,5 +1,5 @@
 /**
- * One live connection (protocol §19, SEMANTICS §6): a callback that receives the matching events
+ * One live connection (protocol §19.3): a callback that receives the matching events
  * of one stream in batches, replay first and then live, with no gap.
  *
  * - It is a live listener of the actor: after every durable commit the actor hands it the new

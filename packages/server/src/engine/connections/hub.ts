@@ -2,8 +2,8 @@
  * The live connections of every stream of one server (protocol §19). Each stream's connections
  * live beside its actor (the single writer), keyed by connection key; the actor's
  * `connectionKeys` set mirrors those keys so that subscription configure refuses them, as opening
- * refuses subscription keys (SEMANTICS §3). An actor holding connections is never evicted (it is
- * not idle), so the per-actor sets can hang off the actor object itself.
+ * refuses subscription keys (protocol §9.2, §19.2). An actor holding connections is never evicted
+ * (it is not idle), so the per-actor sets can hang off the actor object itself.
  */
 import {
   OpenConnectionOptionsSchema,
@@ -114,7 +114,7 @@ export class ConnectionHub {
     return this.streams.get(actor)?.byKey.get(key);
   }
 
-  /** runtime.connections of a stream (API.md §9). */
+  /** runtime.connections of a stream (protocol §19.6). */
   runtime(actor: StreamActor): Record<string, ConnectionRuntimeState> {
     const out: Record<string, ConnectionRuntimeState> = {};
     const set = this.streams.get(actor);
@@ -125,8 +125,8 @@ export class ConnectionHub {
   }
 
   /**
-   * Opens a connection (API.md §5). Everything is validated before anything is replaced; the
-   * facts (`connection-closed {reason: "replaced"}` for a key already held, then
+   * Opens a connection (protocol §19.1, §19.5). Everything is validated before anything is
+   * replaced; the facts (`connection-closed {reason: "replaced"}` for a key already held, then
    * `connection-opened`) commit in one append, and the key changes hands inside that append's
    * synchronous section. Answers once the facts are durable; the first batch follows at once.
    */

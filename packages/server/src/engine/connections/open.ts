@@ -2,7 +2,7 @@
  * Opening a live connection (protocol §19.1–19.3): the options judged statelessly first, then the
  * coordinates judged against the very state the opening facts are committed on, inside the actor's
  * synchronous section — so nothing is replaced unless everything holds, and the same key is
- * handed from the old callback to the new one with no event in between (SEMANTICS §6).
+ * handed from the old callback to the new one with no event in between (protocol §19.5).
  */
 import {
   EventType,
@@ -55,7 +55,7 @@ export function resolveSpec(options: OpenConnectionOptions, kind: ConnectionSpec
  * The stateful checks, against the state and head the opening facts will be committed on:
  * the lifetime (`expectedStreamId`, CONFLICT), the replay position (`replayAfterOffset` within the
  * head, the gap within `maxReplayOffsetGap`, INVALID_INPUT) and the key (held by a subscription:
- * CONFLICT, SEMANTICS §3).
+ * CONFLICT, protocol §19.2).
  */
 export function checkCoordinates(
   path: string,

@@ -1,5 +1,5 @@
 /**
- * `waitForEvent` (API.md §3, SEMANTICS §6; protocol §19.6): a temporary connection of kind `wait`
+ * `waitForEvent` (protocol §19.7): a temporary connection of kind `wait`
  * that answers the first matching event — a durable one after `afterOffset` when given (replayed
  * from storage), else the first live one — or `TIMEOUT` with a message saying what it saw. Like
  * any connection it records one `connection-opened` and one `connection-closed` (reason `matched`,

@@ -1,5 +1,5 @@
 /**
- * Reading what a subscription owes (SEMANTICS §5.2): events after the cursor, never ephemeral,
+ * Reading what a subscription owes (protocol §12.3): events after the cursor, never ephemeral,
  * without drop audits and connection facts for copies, filtered in order — event types in SQL,
  * then the JSONata condition. Non-matching events are skipped, not deferred: the scan position
  * moves past them. A condition that throws ends the batch there: the healthy prefix is delivered,
@@ -87,8 +87,8 @@ export async function collectBatch(
 }
 
 /**
- * A read that owes nothing up to `scannedTo`: the cursor passes the non-matching events (SEMANTICS
- * §5.2) — quietly, unless a watchdog is stored, which is cleared with it through `write`.
+ * A read that owes nothing up to `scannedTo`: the cursor passes the non-matching events (protocol
+ * §12.3) — quietly, unless a watchdog is stored, which is cleared with it through `write`.
  */
 export function passOver(actor: StreamActor, write: (row: SubscriptionRow) => void, row: SubscriptionRow, scannedTo: number): void {
   const cursor = Math.max(row.cursor, scannedTo);

@@ -1,7 +1,8 @@
 /**
  * The delivery engine of one host: a sender per source stream that has subscriptions, created on
  * first poke. Hosts poke it after every commit (the actor's afterCommit hook) and at start for every
- * stream with subscription rows, so owed work survives a restart without any new append (S40).
+ * stream with subscription rows, so owed work survives a restart without any new append
+ * (protocol §12.2).
  */
 import type { CommittedEvent } from '@rivulet/contract';
 import type { StreamActor } from '../actor.js';

@@ -1,5 +1,5 @@
 /**
- * What a failed delivery does to its subscription (SEMANTICS §5.2, §5.4; protocol §12.4–12.6):
+ * What a failed delivery does to its subscription (protocol §12.3–12.6):
  * the ladder's decision (core/ladder.ts) applied to the runtime row — a retry after a back-off, a
  * halt with its `subscription-delivery-halted` fact, or a skip with its `error-occurred` audit —
  * and the audit of a JSONata condition that threw. The send loop (sender.ts) and the processor
@@ -15,7 +15,7 @@ import type { FailureHandling, Flight, SendLoop } from './send-loop.js';
 
 export type { Flight } from './send-loop.js';
 
-/** Error text persisted in events is cut at 4096 characters (SEMANTICS §5.4). */
+/** Error text persisted in events is cut at 4096 characters (protocol §9.6, §12.3). */
 export function cut(text: string): string {
   return text.length > Limits.errorTextMax ? `${text.slice(0, Limits.errorTextMax - 1)}…` : text;
 }
@@ -28,7 +28,7 @@ function policyOf(entry: OutboundEntry): 'halt' | 'skip' {
 export class DeliveryFailures implements FailureHandling {
   constructor(private readonly loop: SendLoop) {}
 
-  /** A JSONata condition threw on `offset`: one audit, then an ordered failure (SEMANTICS §5.2). */
+  /** A JSONata condition threw on `offset`: one audit, then an ordered failure (protocol §12.3). */
   async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
     const error = cut(`filter.jsonataCondition threw on offset ${offset}: ${conditionError}`);
     await this.audit(key, row, offset, 'condition', {
@@ -113,7 +113,7 @@ export class DeliveryFailures implements FailureHandling {
         const still = loop.current(key, flight);
         if (!still) return;
         if (!audited) {
-          // A skip is never applied without its durable audit (SEMANTICS §5.4): try again later.
+          // A skip is never applied without its durable audit (protocol §12.6): try again later.
           loop.write({ ...still, nextAttemptAt: now + knobs.baseMs, inflightDeadlineAt: null, lastError });
           return;
         }

@@ -1,5 +1,5 @@
 /**
- * What one delivery sends (SEMANTICS §5.2, protocol §12.3): the events a subscription owes after
+ * What one delivery sends (protocol §12.3): the events a subscription owes after
  * its cursor, shaped by its transform, with the call's context (the run's stamp, the delivery id,
  * the attempt) and, for receivers that can, the call itself prepared (a webhook's body). Deliveries
  * that need no call are settled here: nothing owed moves the cursor past what was scanned; a

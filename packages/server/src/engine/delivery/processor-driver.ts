@@ -1,5 +1,5 @@
 /**
- * Delivery to hosted processors (`processor-wake`, SEMANTICS §5.8; protocol §20), one driver per
+ * Delivery to hosted processors (`processor-wake`, protocol §20), one driver per
  * source stream, run by that stream's sender (sender.ts routes processor-wake rows here), whose
  * SendLoop (send-loop.ts) it takes.
  *
@@ -114,7 +114,7 @@ export class ProcessorDriver {
     return any;
   }
 
-  /** runtime.connections entries of the open hosted connections (API.md §9). */
+  /** runtime.connections entries of the open hosted connections (protocol §20.6). */
   view(): Record<string, ConnectionRuntimeState> {
     const out: Record<string, ConnectionRuntimeState> = {};
     const head = this.loop.actor.durableHead;
@@ -239,7 +239,7 @@ export class ProcessorDriver {
     }
     const state = loop.actor.coreState!;
     const timeout = loop.config.deliveryTimeoutMs;
-    // The watchdog is stored before the call leaves (SEMANTICS §4).
+    // The watchdog is stored before the call leaves (protocol §12.7).
     loop.write({ ...row, inflightDeadlineAt: loop.clock.now() + timeout });
     const request: ProcessorWakeRequest = {
       stream: { projectId: loop.actor.projectId, path: loop.actor.path, streamId: state.streamId, streamMaxOffset: loop.actor.durableHead },

@@ -1,6 +1,6 @@
 /**
- * Read-ahead for single-event deliveries: webhooks (one event per POST, SEMANTICS §4, §5.6) and
- * hosted processors (one event per batch, §5.8).
+ * Read-ahead for single-event deliveries: webhooks (one event per POST, protocol §12.3, §17.1) and
+ * hosted processors (one event per batch, §20.4).
  *
  * Reading what a subscription owes (collect.ts) costs a query, JSON parsing and the filter per
  * read; doing that for every POST was the largest single cost of webhook delivery. One read here

@@ -1,5 +1,5 @@
 /**
- * The send loop of one source stream (SEMANTICS §5): level-triggered. After every commit and on
+ * The send loop of one source stream (protocol §12.2): level-triggered. After every commit and on
  * every alarm, each subscription row is looked at: halted, in flight or backing off rows wait;
  * any other row that is behind the head gets one delivery started (never awaited by the caller).
  * One alarm is re-armed at the earliest owed time and cleared when nothing is owed, so a quiet or
@@ -7,7 +7,8 @@
  *
  * A delivery belongs to a run (configuration offset, cursor-set offset). Its result is applied only
  * if the row is still on that run and the delivery is still the current one: a late success of a
- * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it (S39).
+ * superseded run cannot move the newer cursor, and a late failure cannot delay or fail it
+ * (protocol §12.4).
  *
  * Here: the loop, the flights, the watchdog and the call. What a delivery sends is prepare.ts (with
  * read-ahead.ts for webhooks); what a failure does to the row is failures.ts; processor-wake rows
@@ -142,7 +143,7 @@ export class StreamSender implements SendLoop {
 
   /**
    * Moves caught-up subscriptions whose event types match none of `committed` past them, without a
-   * read or a delivery (skip-not-defer, SEMANTICS §5.2): what a send check would have concluded.
+   * read or a delivery (skip-not-defer, protocol §12.3): what a send check would have concluded.
    * Answers true when no subscription of the stream needs a check for these events.
    */
   passOver(committed: readonly CommittedEvent[]): boolean {
@@ -170,7 +171,7 @@ export class StreamSender implements SendLoop {
     return allPassed;
   }
 
-  /** Schedules a send check soon, outside the caller's promise chain (SEMANTICS §8). */
+  /** Schedules a send check soon, outside the caller's promise chain (protocol §4.1). */
   poke(): void {
     if (this.queued || this.closed) return;
     this.queued = true;
@@ -300,7 +301,7 @@ export class StreamSender implements SendLoop {
     if (!current) return STOP;
     const timeout = this.deps.config.deliveryTimeoutMs;
     const started = this.deps.clock.now();
-    // The watchdog is stored before the call leaves (SEMANTICS §4): a deadline by which this call
+    // The watchdog is stored before the call leaves (protocol §12.7): a deadline by which this call
     // will have ended. One stored earlier in this flight that still covers it is kept (a lease,
     // config.watchdogLeaseMs); otherwise it is written now, reaching up to the lease beyond.
     const deadline = started + timeout;

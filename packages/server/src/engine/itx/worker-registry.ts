@@ -1,5 +1,5 @@
 /**
- * Named callables registered by programs connected over RPC (API.md §5 `workers.register`),
+ * Named callables registered by programs connected over RPC (protocol §18.2 `workers.register`),
  * reachable from itx-call expressions of the same project while their session lasts. A name is
  * per project; registering it again replaces the previous registration (whose holder is told by
  * its handle being inert); a session's registrations end with the session. The registry holds

@@ -1,7 +1,7 @@
 /**
  * copy-to-stream, the sending half: hand the batch, stamped with the run, to the receiving stream
  * through the directory port. A paused or unavailable receiver is *unavailable* (backoff, never a
- * failing event, SEMANTICS §1.6, §5.4); any other refusal is a failure of the batch.
+ * failing event, protocol §4.5, §12.4, §13.6); any other refusal is a failure of the batch.
  */
 import { RivuletError } from '@rivulet/contract';
 import type { CopyBatch } from '../../core/copy-builder.js';

@@ -1,5 +1,5 @@
 /**
- * webhook-post, the sending half (API.md §8, SEMANTICS §5.6, protocol §17): one signed POST per
+ * webhook-post, the sending half (protocol §17): one signed POST per
  * event through the outbound port. The body is the envelope of core/webhook-envelope.ts; the
  * headers follow Standard Webhooks: `webhook-id` = the delivery id (stable across retries of one
  * event in one run, new for a new run), `webhook-timestamp` in unix seconds, `webhook-signature`.
@@ -8,7 +8,7 @@
  * - 408, 429, 502, 503, 504 and everything that is not an answer at all (refused destination,
  *   DNS, connection refused or reset, TLS, the delivery timeout) are *unavailable*: the receiver or
  *   the way to it is down or overloaded, which says nothing about the event, so it backs off and
- *   counts towards the halt but never towards a skip (SEMANTICS §5.4, §8: counting outages as
+ *   counts towards the halt but never towards a skip (protocol §12.4, §17.3: counting outages as
  *   failing events skips good events);
  * - any other status (4xx, 500, 501, 3xx — redirects are never followed) is *failing*: the
  *   receiver answered and refused this event, which may be skipped under `onFailingEvent: "skip"`.
@@ -99,7 +99,7 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
   function prepare(ctx: Omit<DeliveryContext, 'signal'>, events: readonly DeliveredEvent[]): PreparedCall {
     const receiver = ctx.entry.configuration.receiver;
     if (receiver.action !== 'webhook-post') throw new Error('webhook receiver given another action');
-    // The sender sends webhooks one event at a time (SEMANTICS §4); anything else is our bug: halt visibly.
+    // The sender sends webhooks one event at a time (protocol §12.3, §17.1); anything else is our bug: halt visibly.
     if (events.length !== 1) return answered({ ok: false, kind: 'fatal', error: `internal error: a webhook delivery carries one event, this one ${events.length}` });
     const delivered = events[0]!;
     const configuredEvent = ctx.sourceEvent(ctx.entry.configuredAtOffset);
