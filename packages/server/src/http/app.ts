@@ -41,7 +41,7 @@ export interface AppOptions {
   /** Aborted when the host shuts down: live SSE answers then end cleanly (protocol §16.9). */
   stopping?: AbortSignal;
   /**
-   * The web UI's built files (API.md §3 `GET /`): answers a file of the UI for a GET path, or null.
+   * The web UI's built files (protocol §15.4 `GET /`): answers a file of the UI for a GET path, or null.
    * Hosts provide it (the Node host reads packages/ui/dist); without it `/` is NOT_FOUND.
    */
   assets?(path: string): Promise<Response | null>;
@@ -172,7 +172,7 @@ export function createApp(options: AppOptions): Hono {
 
   app.get('/v1/openapi.json', (c) => c.json(openapi));
 
-  // The RPC session is a WebSocket upgrade, which the host answers before this app (API.md §5).
+  // The RPC session is a WebSocket upgrade, which the host answers before this app (protocol §18.1).
   app.all('/v1/rpc', () => {
     throw new RivuletError(
       'INVALID_INPUT',

@@ -1,5 +1,5 @@
 /**
- * The append request and answer (API.md §3 POST /v1/streams/{path}), shared by the Hono route and
+ * The append request and answer (protocol §4, POST /v1/streams/{path}), shared by the Hono route and
  * the Node host's native append path so that both validate and answer alike.
  */
 import {

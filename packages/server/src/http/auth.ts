@@ -1,5 +1,5 @@
 /**
- * Authentication and project scope (API.md §6).
+ * Authentication and project scope (protocol §8).
  * - Open mode (no tokens; the host refuses it on a public address): every caller is admin.
  * - Tokens file: lines "TOKEN PROJECT_ID"; project "*" is admin. A project token reaches only its
  *   project; an admin names a project with X-Project-Id (absent = deployment-wide, projectId null).

@@ -1,7 +1,7 @@
 /**
  * Reading a JSON request body at the edge: content type, a byte cap enforced while reading, strict
  * UTF-8, a nesting bound checked before JSON.parse (deep input overflows recursive code later,
- * SEMANTICS §8), and clear INVALID_INPUT / PAYLOAD_TOO_LARGE answers instead of crashes.
+ * protocol §1.1), and clear INVALID_INPUT / PAYLOAD_TOO_LARGE answers instead of crashes.
  */
 import { Limits, RivuletError } from '@rivulet/contract';
 import { ClientAborted } from './errors.js';

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/streams/{path}:waitForEvent` (API.md §3, protocol §19.6): the first matching event
+ * `POST /v1/streams/{path}:waitForEvent` (protocol §19.7): the first matching event
  * after `afterOffset` (or the first live one), `408 TIMEOUT` when nothing matched in time. The wait
  * ends early, recording `cancelled`, when the client goes away.
  */

@@ -1,5 +1,5 @@
 /**
- * The one error→response mapping of the HTTP edge (API.md §4). A RivuletError answers its code's
+ * The one error→response mapping of the HTTP edge (protocol §1.3, §7). A RivuletError answers its code's
  * status; anything else is INTERNAL, logged with its cause, and says nothing internal to the client.
  */
 import { RivuletError, type ErrorBody } from '@rivulet/contract';

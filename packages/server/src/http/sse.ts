@@ -1,5 +1,5 @@
 /**
- * Server-sent events for a stream tail (API.md §3 `?live=sse`, SEMANTICS §9.6): one `event: event`
+ * Server-sent events for a stream tail (protocol §5.2 `?live=sse`): one `event: event`
  * frame per committed event with `id:` = offset; first an `event: stream` frame naming the lifetime
  * (`{streamId, streamMaxOffset}`, streamId null while the stream does not exist); `event:
  * destroyed` when the stream is destroyed (or is not the `expectedStreamId` lifetime), then the

@@ -1,5 +1,5 @@
 /**
- * The /v1/streams routes (API.md §3). One dispatcher handles every stream address so that paths
+ * The /v1/streams routes (protocol §2.4, §4–§6). One dispatcher handles every stream address so that paths
  * are parsed exactly once, by the rules of stream-url.ts, whatever the URL normaliser did before.
  * Custom methods (":state", and the commands later capabilities register) are looked up in a table.
  * A POST without a method is the append route, which the app answers with append-route.ts before
@@ -181,7 +181,7 @@ export async function handleListRequest(request: Request, principal: Principal, 
   return json(await service.list(principal.projectId, { prefix, after, limit: q.limit ?? 1000 }));
 }
 
-/** GET :state (API.md §3). */
+/** GET :state (protocol §6.2). */
 export const stateMethod: CustomMethod = {
   httpMethod: 'GET',
   async handle(req) {

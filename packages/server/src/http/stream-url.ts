@@ -1,5 +1,5 @@
 /**
- * Addressing under /v1/streams (API.md §3, SEMANTICS §9.3): the stream path follows the prefix
+ * Addressing under /v1/streams (protocol §2.4): the stream path follows the prefix
  * directly (the root stream is "/v1/streams/"), and ":method" after the last segment selects a
  * custom method. Segments are percent-decoded one by one, before canonicalisation.
  */

@@ -1,5 +1,5 @@
 /**
- * The subscription custom methods of API.md §3 over HTTP: parse the body with its schema, call
+ * The subscription custom methods of protocol §14 over HTTP: parse the body with its schema, call
  * the service, answer its result. `{path}` is the receiving stream for subscribe/unsubscribe and
  * the source stream for the cursor and resume commands.
  */
