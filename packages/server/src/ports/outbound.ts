@@ -1,8 +1,8 @@
 /**
- * Outbound HTTP, the port webhook delivery reaches the network through (ARCHITECTURE "ports":
- * outbound fetch). Each host decides *where* a request may go — the Node adapter resolves the host
- * name once, refuses private destinations unless they are allowed and connects to the vetted
- * address — so the engine stays free of sockets and DNS.
+ * Outbound HTTP, the port webhook delivery reaches the network through (docs/architecture.md
+ * "The flow of one delivery"). Each host decides *where* a request may go — the Node adapter
+ * resolves the host name once, refuses private destinations unless they are allowed (protocol
+ * §17.4) and connects to the vetted address — so the engine stays free of sockets and DNS.
  *
  * The contract every adapter keeps:
  * - one request, never a redirect followed: a 3xx is answered like any other status;
