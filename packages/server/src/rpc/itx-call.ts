@@ -1,10 +1,10 @@
 /**
- * Evaluating an ITX expression (API.md §5) against a project's root, as the RPC peer would: every
- * step goes through an RpcStub of the root, so exactly the surface an RPC client sees is reachable
- * (prototype methods and getters, never private state), and the root is the source stream's own
- * project, so another project is unreachable (S46). The expression is a name resolved on every
- * delivery, not a stored capability. Each intermediate step is awaited so that a failure names the
- * step that failed; every stub taken on the way is disposed.
+ * Evaluating an ITX expression (protocol §18.3) against a project's root, as the RPC peer would:
+ * every step goes through an RpcStub of the root, so exactly the surface an RPC client sees is
+ * reachable (prototype methods and getters, never private state), and the root is the source
+ * stream's own project, so another project is unreachable (protocol §18.4). The expression is a
+ * name resolved on every delivery, not a stored capability. Each intermediate step is awaited so
+ * that a failure names the step that failed; every stub taken on the way is disposed.
  */
 import type { ItxExpression, ItxStep } from '@rivulet/contract';
 import { RpcStub } from 'capnweb';
