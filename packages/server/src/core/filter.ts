@@ -1,5 +1,5 @@
 /**
- * Filters and transforms of delivery (design page "The configuration event"; SEMANTICS §5.2).
+ * Filters and transforms of delivery (protocol §9.1, §12.3, §13.2).
  * Cheap checks first: the event-type list, then the compiled JSONata condition. A condition sees
  * the whole committed event; a transform sees it too and shapes { type?, payload?, metadata? }:
  * fields it omits are copied verbatim, anything else it returns is refused.
@@ -23,7 +23,7 @@ export async function conditionMatches(filter: SubscriptionFilter | undefined, e
   return jsonataTruthy(await evaluateJsonata(filter.jsonataCondition, event, budget));
 }
 
-/** Drop audits and connection facts are never copied onward (SEMANTICS §5.5, §9.1). */
+/** Drop audits and connection facts are never copied onward (protocol §12.3, §13.4). */
 export function excludedFromCopy(event: CommittedEvent): boolean {
   if (event.type === EventType.connectionOpened || event.type === EventType.connectionClosed) return true;
   return event.type === EventType.errorOccurred && (event.idempotencyKey?.startsWith(DROP_AUDIT_PREFIX) ?? false);

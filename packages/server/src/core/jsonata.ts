@@ -1,5 +1,5 @@
 /**
- * JSONata, compiled once and cached (compiling costs ≈100 µs, evaluating a few µs). Parse and
+ * JSONata, compiled once and cached (compiling costs far more than evaluating). Parse and
  * evaluation errors of JSONata are plain objects; they are wrapped in real Errors here, with the
  * position and token kept for the answer. Every evaluation runs under a budget of time and memory
  * enforced while it runs (protocol §16.8, core/expression-budget.ts). Results are copied to plain

@@ -1,6 +1,6 @@
 /**
- * Stateful rules of the subscription control events, judged before commit (design page "How
- * subscription keys behave", "Bounds"; SEMANTICS §3, §9.7). Nothing is appended on rejection.
+ * Stateful rules of the subscription control events, judged before commit (protocol §9.2,
+ * §9.3, §9.5, §9.8). Nothing is appended on rejection.
  * Schema shape was already checked at the edge (append-input.ts); this module checks meaning:
  * keys, JSONata, expressions, URLs, paths, bounds, and that commands name existing keys.
  */
@@ -27,13 +27,13 @@ export interface ControlRulesContext {
   allowPrivateWebhooks: boolean;
   /** The expression budget, for refusing what exceeds it statically (protocol §16.8). */
   expressionLimits: ExpressionLimits;
-  /** Whether a live connection currently holds this key on the stream (SEMANTICS §3). */
+  /** Whether a live connection currently holds this key on the stream (protocol §9.2). */
   isConnectionKey(key: string): boolean;
 }
 
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 
-/** Checks an ITX delivery expression (API.md §5); answers nothing, throws INVALID_INPUT. */
+/** Checks an ITX delivery expression (protocol §9.3, §18.3); answers nothing, throws INVALID_INPUT. */
 export function checkItxExpression(expression: ItxExpression, field: string): void {
   expression.forEach((step, index) => {
     const name = typeof step === 'string' ? step : step[0];
@@ -59,7 +59,7 @@ export function checkItxExpression(expression: ItxExpression, field: string): vo
   }
 }
 
-/** Checks a webhook URL at configure time (API.md §8); answers the normalised URL. */
+/** Checks a webhook URL at configure time (protocol §9.3, §17.4); answers the normalised URL. */
 export function checkWebhookUrl(raw: string, allowPrivate: boolean, field: string): string {
   let url: URL;
   try {
@@ -157,7 +157,7 @@ function requireKey(state: CoreState, key: unknown, path: string): string {
 export interface ControlRules {
   /**
    * Stateless normalisation, applied before an idempotent repeat is compared, so that retrying
-   * the very same request finds the stored (normalised) event (SEMANTICS §8).
+   * the very same request finds the stored (normalised) event (protocol §4.2).
    */
   normalize(input: AppendInput): AppendInput;
   /** Stateful rules against the state the event would be committed on. */
