@@ -206,7 +206,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   });
 
   // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get
-  // the JSON error shape (API.md §4), not an empty 400.
+  // the JSON error shape (protocol §1.3), not an empty 400.
   const listener = getRequestListener(app.fetch, {
     hostname: host,
     errorHandler: (error) =>

@@ -1,7 +1,7 @@
 /**
  * The Worker host's bindings and configuration (wrangler.jsonc): the Durable Object namespaces,
  * secrets (`wrangler secret put`) and plain variables, read into the same EngineConfig the Node
- * host builds from its flags (API.md §7). Names of Durable Objects live here too, so that every
+ * host builds from its flags (protocol §16.1). Names of Durable Objects live here too, so that every
  * caller names an object the same way.
  */
 import { Defaults } from '@rivulet/contract';
