@@ -1,5 +1,5 @@
 /**
- * What one delivery carries (SEMANTICS §4, §5.2–5.4): batches, isolate-or-progress after a
+ * What one delivery carries (protocol §12.1, §12.3, §12.4): batches, isolate-or-progress after a
  * failure, non-matching events skipped (not deferred), ephemeral events never delivered, a
  * throwing condition (healthy prefix, one audit, an ordered failure), transforms, webhooks one
  * event at a time, and the delivery context of a run.

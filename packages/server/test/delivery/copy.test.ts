@@ -1,6 +1,5 @@
 /**
- * copy-to-stream through the real copy receiver (design page "Stamps and the passive inbound
- * fence", "Copied event validation"; SEMANTICS §1.6, §2.3, §2.4, §5.5, §9.1, §9.2): copies with
+ * copy-to-stream through the real copy receiver (protocol §3.5, §10.3, §13.1–13.6): copies with
  * their hop and per-run identity, the fence against superseded runs, a paused receiver being
  * unavailable, and a reciprocal wildcard pair that converges through cycle drops.
  */

@@ -400,7 +400,7 @@ export function copySub(key: string, receivingStreamPath: string, options: { sta
   };
 }
 
-/** The keys a runtime row may have (API.md §9): progress and measurements, never configuration. */
+/** The keys a runtime row may have (protocol §11): progress and measurements, never configuration. */
 export const RUNTIME_KEYS = [
   'acknowledgedOffset',
   'lag',

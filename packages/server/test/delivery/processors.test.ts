@@ -1,5 +1,5 @@
 /**
- * The processor-wake driver (engine/delivery/processor-driver.ts; SEMANTICS §5.8, protocol §20)
+ * The processor-wake driver (engine/delivery/processor-driver.ts; protocol §20)
  * against a scripted host (fake-processor-host.ts): the wake and its validation, one matching event
  * per batch from the checkpoint (filter honoured, never ephemeral, never transformed), results
  * through reportDeliveryResult (the batch call itself is not awaited), the ladder for errors,

@@ -66,10 +66,10 @@ it('a late failure of a destroyed lifetime never fails or halts the recreated st
  * BUG 2 (questionable behaviour) — a skip advances the cursor even when its error-occurred audit
  * could not be appended (sender.ts `failed()`, case 'skip': `await this.audit(...)` swallows the
  * append error and the row is then written with `cursor: Math.max(still.cursor, decision.offset)`).
- * SEMANTICS §5.4: "after the confirmations, append error-occurred naming the offset and advance past
- * it"; §8: a failure no one sees looks healthy. The halt path, by contrast, retries when its durable
- * fact cannot be appended. Here the audit is refused (core-state byte limit), the event is skipped
- * anyway, and the only trace is a log line.
+ * Protocol §12.6: a skip takes effect only together with its durable error-occurred; a skip whose
+ * audit is lost is a failure no one sees, which looks healthy. The halt path, by contrast, retries
+ * when its durable fact cannot be appended. Here the audit is refused (core-state byte limit), the
+ * event is skipped anyway, and the only trace is a log line.
  * Expected: no skip without its durable audit (retry the skip later, like the halt path does).
  */
 it('a skip is never applied without its durable error-occurred audit', async () => {

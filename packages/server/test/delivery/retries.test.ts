@@ -1,5 +1,5 @@
 /**
- * The failure ladder of the send loop (SEMANTICS §4, §5.4, §9.10): backoff between attempts, the
+ * The failure ladder of the send loop (protocol §9.7, §12.4–12.7): backoff between attempts, the
  * durable halt at the attempt limit (and no delivery after it), resume from the cursor with a fresh
  * ladder, unavailable receivers (scripted, timeouts) never causing a skip, the skip policy and its
  * limit, receivers that throw, and the in-flight watchdog.

@@ -1,9 +1,9 @@
 /**
- * Delivery runs and the rows that carry them (design page "Runtime state"; SEMANTICS §5.1, §5.3,
- * §7): a late result of a superseded run never moves or fails the new run (S39), removal stops
- * delivery, the alarm is cleared when nothing is owed and never loops, runtime rows are repaired
- * from core state in the commit and at load, and a committed cursor-set survives reopening the
- * storage (SqliteStorage file, new registry).
+ * Delivery runs and the rows that carry them (protocol §11, §12.1, §12.2, §12.10): a late result
+ * of a superseded run never moves or fails the new run (§12.4), removal stops delivery, the alarm
+ * is cleared when nothing is owed and never loops, runtime rows are repaired from core state in
+ * the commit and at load, and a committed cursor-set survives reopening the storage
+ * (SqliteStorage file, new registry).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,7 +54,7 @@ function expectRowsMatchState(found: RowRecord[], core: CoreState): void {
   }
 }
 
-describe('S39: a late result of a superseded run', () => {
+describe('a late result of a superseded run (protocol §12.4)', () => {
   it('a late success of the old run does not move the new run’s cursor (reconfigure while a call hangs)', async () => {
     const h = await harness({ config: { deliveryTimeoutMs: 5000 } });
     h.itx.script = () => 'hang';

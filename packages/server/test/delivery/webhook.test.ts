@@ -1,7 +1,7 @@
 /**
  * webhook-post through the real send loop (sender, ladder, watchdog) with the real receiver and
- * the Node outbound adapter, to a real HTTP receiver on loopback (protocol §17; SEMANTICS §5.4,
- * §5.6). The harness composes the engine as hosts/node.ts does; only the webhook receiver is
+ * the Node outbound adapter, to a real HTTP receiver on loopback (protocol §12.4,
+ * §17). The harness composes the engine as hosts/node.ts does; only the webhook receiver is
  * swapped from the scripted fake to the real one.
  */
 import { EventType } from '@rivulet/contract';
