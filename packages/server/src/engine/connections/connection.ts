@@ -2,15 +2,12 @@
  * One live connection (protocol §19.3): a callback that receives the matching events
  * of one stream in batches, replay first and then live, with no gap.
  *
- * - It is a live listener of the actor: after every durable commit the actor hands it the new
- *   events synchronously; it only filters them by type and queues them, so appends and other
- *   connections never wait for its callback.
- * - One delivery loop per connection calls the callback with one batch at a time and awaits it;
- *   replay pages are read from storage as the loop gets to them (never held in memory at once).
- * - A callback that falls behind by more than the backlog bound (events or bytes queued) is closed
- *   with `backlog-exceeded` rather than buffering without bound.
- * - A JSONata condition that throws delivers the healthy prefix of the batch, then closes the
- *   connection with `delivery-failed`; so does a callback that rejects.
+ * - A live listener of the actor: after each durable commit it gets the new events synchronously
+ *   and only filters them by type and queues them, so nothing ever waits for its callback.
+ * - One loop per connection awaits the callback one batch at a time; replay pages are read as the
+ *   loop gets to them. Falling behind the backlog bound closes it with `backlog-exceeded`.
+ * - A condition that throws delivers the healthy prefix, then closes with `delivery-failed`; so
+ *   does a callback that rejects.
  */
 import type { CommittedEvent, ConnectionBatch, ConnectionClosed, ConnectionCloseReason, ConnectionRuntimeState, CoreState } from '@rivulet/contract';
 import { conditionMatches, typeMatches } from '../../core/filter.js';
