@@ -4,12 +4,15 @@
  * resolves the host name once, refuses private destinations unless they are allowed (protocol
  * §17.4) and connects to the vetted address — so the engine stays free of sockets and DNS.
  *
- * The contract every adapter keeps:
+ * The contract every adapter keeps (test/outbound-checks.ts holds each adapter to it):
  * - one request, never a redirect followed: a 3xx is answered like any other status;
  * - at most `maxResponseBytes` of the response body are read, the rest is never buffered;
- * - the signal ends the request at once (the promise then rejects);
- * - anything that is not an answer (refused destination, DNS, connect, TLS, reset, abort) rejects
- *   with an Error whose message says what happened, naming the destination.
+ * - the answer is the status: once a status line and its header fields have arrived the request is
+ *   answered, and a body cut short after them is read as far as it came;
+ * - the signal ends the request at once: the promise rejects (with the signal's reason);
+ * - anything else that is not an answer (refused destination, DNS, connect, TLS, a connection
+ *   closed before a status) rejects with an Error whose message says what happened, naming the
+ *   destination.
  */
 
 export interface OutboundPost {
