@@ -2,7 +2,7 @@
  * The Node.js host: composition root for `rivulet serve`. Embedded SQLite (better-sqlite3, WAL,
  * group commit) under the data folder, the shared Hono app on node:http, timers from Node.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
@@ -74,9 +74,14 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
 /** The default of `shutdownGraceMs` (`--shutdown-grace-ms`). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
-/** packages/ui/dist beside this package (dist/hosts/node/serve.js → ../../../../ui/dist). */
+/**
+ * The web UI's built files: `dist/ui` of this package when it was built or installed (the build
+ * copies the UI there, so an installed @rivulet/server serves it), else packages/ui/dist of the
+ * checkout (running from the sources).
+ */
 function defaultUiDir(): string {
-  return fileURLToPath(new URL('../../../../ui/dist/', import.meta.url));
+  const candidates = [new URL('../../ui/', import.meta.url), new URL('../../../../ui/dist/', import.meta.url)].map((u) => fileURLToPath(u));
+  return candidates.find((dir) => existsSync(join(dir, 'index.html'))) ?? candidates[0]!;
 }
 
 export interface RunningServer {
