@@ -66,7 +66,12 @@ export function trackHttp(server: Server): HttpDrain {
     },
     async drain(deadline) {
       draining = true;
-      for (const outgoing of inFlight) if (!outgoing.headersSent) outgoing.setHeader('connection', 'close');
+      for (const outgoing of inFlight) {
+        if (!outgoing.headersSent) outgoing.setHeader('connection', 'close');
+        // An answer whose head already went out as keep-alive (a live SSE stream): node:http closes
+        // its connection once it ends, so no client keeps a socket to a server on its way down.
+        else (outgoing as ServerResponse & { _last: boolean })._last = true;
+      }
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(SETTLE_MS, deadline - performance.now()))));
       // What was buffered has been read: from here on nothing new starts, what runs is answered.
       admitting = false;
