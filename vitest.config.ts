@@ -19,6 +19,8 @@ const workerE2e = [
   'concurrency',
   'regressions',
   'subscriptions-copy',
+  'subscriptions-copy-runs',
+  'subscriptions-copy-receivers',
   'subscriptions-chains',
   'subscriptions-failures',
   'subscriptions-validation',

@@ -1,6 +1,8 @@
 /**
- * End-to-end over real HTTP: durable copy-to-stream subscriptions (protocol §9–§14), and what they
- * never deliver: ephemeral events and idempotent repeats (§4.2, §4.4, §12.3).
+ * End-to-end over real HTTP: durable copy-to-stream subscriptions (protocol §9–§14), what one copy is:
+ * configure commits on the source alone, a bare subscribeToEventsFrom, filters and the exact hop
+ * (§13.2), and copy transforms. Runs of a key are in subscriptions-copy-runs.test.ts, receiving
+ * streams and what is never delivered in subscriptions-copy-receivers.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
@@ -8,11 +10,11 @@ import { expectError, type Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   EventType,
-  RUNTIME_FIELDS,
   allEvents,
   caughtUp,
   command,
   configured,
+  copiedBody as body,
   copiesOn,
   copyIdempotencyKey,
   copyTo,
@@ -24,7 +26,6 @@ import {
   lifetimeOf,
   outboundOf,
   runtimeOf,
-  settle,
   subscribe,
   waitForCopies,
 } from '../helpers/subscriptions.js';
@@ -32,7 +33,6 @@ import {
 const CREATED = EventType.created;
 const CONFIGURED = EventType.subscriptionConfigured;
 const REMOVED = EventType.subscriptionRemoved;
-const CURSOR_SET = EventType.subscriptionCursorSet;
 const PAUSED = EventType.paused;
 const RESUMED = EventType.resumed;
 
@@ -52,15 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([server?.close(), patient?.close()]);
 });
-
-/** The fields of a committed event a copy must reproduce (type/payload/metadata, omitted stays omitted). */
-function body(event: CommittedEvent): Pick<CommittedEvent, 'type' | 'payload' | 'metadata'> {
-  return {
-    type: event.type,
-    ...(event.payload !== undefined ? { payload: event.payload } : {}),
-    ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
-  };
-}
 
 describe('configure commits on the source alone', () => {
   it('the receiver does not exist until the first copy; then its inbound record is the stamp and one event', async () => {
@@ -358,287 +349,5 @@ describe('a copy transform', () => {
         expect(copy.idempotencyKey).toBe(copyIdempotencyKey(key, gen, null, src, streamId, source.offset));
       });
     }
-  });
-});
-
-describe('setSubscriptionCursor', () => {
-  it('copies the same source offset again under the new cursorChangedAtSourceOffset; numEventsReceived counts both', async () => {
-    const src = '/s22/src';
-    const recv = '/s22/recv';
-    const items = await api.append(src, [{ type: 'item', payload: { i: 'a' } }, { type: 'item', payload: { i: 'b' } }]);
-    const answer = await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'c', filter: { eventTypes: ['item'] }, delivery: { start: 'beginning' } });
-    const firstGen = answer.subscriptionConfiguredEvent.offset;
-    await caughtUp(api, src, 'c');
-    expect((await copiesOn(api, recv)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
-      [2, firstGen],
-      [3, firstGen],
-    ]);
-
-    const res = await command(api, src, 'setSubscriptionCursor', { subscriptionKey: 'c', afterOffset: 2 });
-    expect(res.status, res.text).toBe(200);
-    const cursorSet = (res.body as { event: CommittedEvent }).event;
-    expect(cursorSet).toEqual({
-      path: src,
-      offset: 5,
-      createdAt: cursorSet.createdAt,
-      type: CURSOR_SET,
-      payload: { subscriptionKey: 'c', afterOffset: 2 },
-    });
-    expect((await outboundOf(api, src, 'c'))!.cursorSet).toEqual({ afterOffset: 2, setAtSourceOffset: 5 });
-    expect((await caughtUp(api, src, 'c')).acknowledgedOffset).toBe(5);
-
-    const { streamId, streamCreatedAt } = await lifetimeOf(api, src);
-    const copies = await copiesOn(api, recv);
-    expect(copies.map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
-      [2, firstGen],
-      [3, firstGen],
-      [3, 5],
-    ]);
-    expect(copies[2]!.idempotencyKey).toBe(copyIdempotencyKey('c', 5, null, src, streamId, items[1]!.offset));
-    expect(copies[2]!.idempotencyKey).not.toBe(copies[1]!.idempotencyKey);
-    expect(body(copies[2]!)).toEqual(body(items[1]!));
-    expect(await inboundOf(api, recv, src, 'c')).toEqual({
-      streamId,
-      streamCreatedAt,
-      cursorChangedAtSourceOffset: 5,
-      numEventsReceived: 3,
-      lastEventReceivedAt: copies[2]!.createdAt,
-    });
-  });
-});
-
-describe('replacing a key', () => {
-  it('starts a new run (start: beginning replays), runtime rows never repeat configuration, the old receiver keeps inert history', async () => {
-    const src = '/s23/src';
-    const recv = '/s23/recv';
-    const recv2 = '/s23/recv2';
-    await api.append(src, [{ type: 'item', payload: { i: 1 } }, { type: 'item', payload: { i: 2 } }]);
-    const first = await subscribe(api, recv, {
-      sourceStreamPath: src,
-      subscriptionKey: 'r',
-      description: 'a long description that must stay in core state only',
-      filter: { eventTypes: ['item'], jsonataCondition: '$exists(payload.i)' },
-    });
-    expect(first.subscriptionConfiguredEvent.offset).toBe(4);
-    await api.append(src, { type: 'item', payload: { i: 3 } });
-    await caughtUp(api, src, 'r');
-    expect((await copiesOn(api, recv)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([[5, 4]]);
-
-    const replaced = await subscribe(api, recv, {
-      sourceStreamPath: src,
-      subscriptionKey: 'r',
-      description: 'a long description that must stay in core state only',
-      filter: { eventTypes: ['item'], jsonataCondition: '$exists(payload.i)' },
-      delivery: { start: 'beginning' },
-    });
-    expect(replaced.subscriptionConfiguredEvent.offset).toBe(6);
-    const entry = await outboundOf(api, src, 'r');
-    expect(entry).toMatchObject({ configuredAtOffset: 6 });
-    expect(entry!.cursorSet).toBeUndefined();
-    expect((await caughtUp(api, src, 'r')).acknowledgedOffset).toBe(6);
-    expect((await copiesOn(api, recv)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
-      [5, 4],
-      [2, 6],
-      [3, 6],
-      [5, 6],
-    ]);
-    expect(await inboundOf(api, recv, src, 'r')).toMatchObject({ cursorChangedAtSourceOffset: 6, numEventsReceived: 4 });
-
-    // :state runtime.subscriptions holds progress only (protocol §11), never the configuration.
-    const stateRes = await api.request('GET', '/v1/streams/s23/src:state');
-    const runtime = (stateRes.body as { runtime: { subscriptions: Record<string, Record<string, unknown>> } }).runtime;
-    expect(Object.keys(runtime.subscriptions)).toEqual(['r']);
-    for (const field of Object.keys(runtime.subscriptions.r!)) expect(RUNTIME_FIELDS).toContain(field);
-    const runtimeText = JSON.stringify(runtime);
-    for (const configurationWord of ['receivingStreamPath', 'description', 'must stay in core', 'jsonataCondition', 'eventTypes', 'copy-to-stream']) {
-      expect(runtimeText).not.toContain(configurationWord);
-    }
-
-    // Re-pointing the key to another receiver is a new run there; the old record stays as history.
-    const before = await api.state(recv);
-    const moved = await subscribe(api, recv2, {
-      sourceStreamPath: src,
-      subscriptionKey: 'r',
-      filter: { eventTypes: ['item'] },
-      delivery: { start: 'beginning' },
-    });
-    expect(moved.subscriptionConfiguredEvent.offset).toBe(7);
-    await caughtUp(api, src, 'r');
-    expect((await copiesOn(api, recv2)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
-      [2, 7],
-      [3, 7],
-      [5, 7],
-    ]);
-    expect(await api.state(recv)).toEqual(before);
-  });
-});
-
-describe('repeating an identical receive command', () => {
-  it('returns the original event, appends nothing and keeps the "now" cursor of its run', async () => {
-    const src = '/s25/src';
-    const recv = '/s25/recv';
-    await api.append(src, { type: 'x', payload: { early: true } });
-    const first = await subscribe(api, recv, {
-      sourceStreamPath: src,
-      subscriptionKey: 'same',
-      description: 'd',
-      filter: { eventTypes: ['item', 'x'], jsonataCondition: 'true' },
-    });
-    const gen = first.subscriptionConfiguredEvent.offset;
-    await api.append(src, { type: 'item', payload: { n: 1 } });
-    const row = await caughtUp(api, src, 'same');
-    const head = await headOf(api, src);
-
-    // JSON-equal regardless of key order, the default start spelled out, another idempotencyKey (not compared).
-    const repeat = await subscribe(api, recv, {
-      delivery: { start: 'now' },
-      filter: { jsonataCondition: 'true', eventTypes: ['item', 'x'] },
-      idempotencyKey: 'not-compared',
-      description: 'd',
-      subscriptionKey: 'same',
-      sourceStreamPath: src,
-    });
-    expect(repeat).toEqual(first);
-    expect(await headOf(api, src)).toBe(head);
-    expect(await outboundOf(api, src, 'same')).toMatchObject({ configuredAtOffset: gen });
-    expect((await runtimeOf(api, src, 'same'))!.acknowledgedOffset).toBe(row.acknowledgedOffset);
-
-    // The run goes on: the next event is copied under the original generation, nothing is replayed.
-    await api.append(src, { type: 'item', payload: { n: 2 } });
-    await caughtUp(api, src, 'same');
-    const copies = await copiesOn(api, recv);
-    expect(copies.map((c) => [c.payload, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
-      [{ n: 1 }, gen],
-      [{ n: 2 }, gen],
-    ]);
-
-    // A different description is not identical: it replaces the subscription with a new event.
-    const changed = await subscribe(api, recv, {
-      sourceStreamPath: src,
-      subscriptionKey: 'same',
-      description: 'other',
-      filter: { eventTypes: ['item', 'x'], jsonataCondition: 'true' },
-    });
-    expect(changed.subscriptionConfiguredEvent.offset).toBe(head + 2);
-  });
-});
-
-describe('unsubscribeFromEvents', () => {
-  it('removes the subscription on the source; later events do not arrive; a second call answers already-absent', async () => {
-    const src = '/s27/src';
-    const recv = '/s27/recv';
-    const marker = '/s27/marker';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'u', filter: { eventTypes: ['a', 'b'] } });
-    await subscribe(api, marker, { sourceStreamPath: src, subscriptionKey: 'm', filter: { eventTypes: ['a', 'b'] } });
-    await api.append(src, { type: 'a' });
-    await waitForCopies(api, recv, 1);
-
-    const res = await command(api, recv, 'unsubscribeFromEvents', { sourceStreamPath: src, subscriptionKey: 'u' });
-    expect(res.status, res.text).toBe(200);
-    const answer = res.body as { status: string; subscriptionRemovedEvent: CommittedEvent };
-    expect(answer).toEqual({
-      status: 'removed',
-      subscriptionRemovedEvent: {
-        path: src,
-        offset: answer.subscriptionRemovedEvent.offset,
-        createdAt: answer.subscriptionRemovedEvent.createdAt,
-        type: REMOVED,
-        payload: { subscriptionKey: 'u', reason: 'requested' },
-      },
-    });
-    expect(await outboundOf(api, src, 'u')).toBeUndefined();
-    expect(await runtimeOf(api, src, 'u')).toBeUndefined();
-
-    const [b] = await api.append(src, { type: 'b' });
-    // Positive sync: the other subscription copied "b" …
-    await eventually(async () => (await copiesOn(api, marker)).some((c) => lastHop(c).offset === b!.offset), 'the marker copy of "b"');
-    await settle();
-    // … while the removed one copied nothing more.
-    expect((await copiesOn(api, recv)).map((c) => c.type)).toEqual(['a']);
-
-    const head = await headOf(api, src);
-    const again = await command(api, recv, 'unsubscribeFromEvents', { sourceStreamPath: src, subscriptionKey: 'u' });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body).toEqual({ status: 'already-absent' });
-    // A key that copies into another stream, or a source that does not exist, is absent for this receiver.
-    const notOurs = await command(api, recv, 'unsubscribeFromEvents', { sourceStreamPath: src, subscriptionKey: 'm' });
-    expect(notOurs.body).toEqual({ status: 'already-absent' });
-    expect(await outboundOf(api, src, 'm')).toBeDefined();
-    const nowhere = await command(api, recv, 'unsubscribeFromEvents', { sourceStreamPath: '/s27/nowhere', subscriptionKey: 'u' });
-    expect(nowhere.body).toEqual({ status: 'already-absent' });
-    expect(await api.state('/s27/nowhere')).toEqual({ core: null, runtime: null });
-    expect(await headOf(api, src)).toBe(head);
-  });
-});
-
-describe('receiving streams (protocol §9.3, §12.10)', () => {
-  it('receivingStreamPath is stored canonical and the copies land on the canonical stream', async () => {
-    const src = '/canon/src';
-    const [event] = await api.append(src, configured({ subscriptionKey: 'c', filter: { eventTypes: ['e'] }, receiver: copyTo(' canon/./x/../recv ') }));
-    expect((event!.payload as { receiver: { receivingStreamPath: string } }).receiver.receivingStreamPath).toBe('/canon/recv');
-    expect((await outboundOf(api, src, 'c'))!.configuration.receiver).toEqual(copyTo('/canon/recv'));
-    await api.append(src, { type: 'e' });
-    await waitForCopies(api, '/canon/recv', 1);
-  });
-
-  it('a receiver that lost its data is not refilled; the next copy recreates it; setting the cursor to 0 refills it', async () => {
-    const src = '/lost/src';
-    const recv = '/lost/recv';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'l', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
-    const [e1, e2] = await api.append(src, [{ type: 'e', payload: { n: 1 } }, { type: 'e', payload: { n: 2 } }]);
-    await caughtUp(api, src, 'l');
-    const oldId = (await api.read(recv)).streamId;
-    await api.destroy(recv);
-
-    const [e3] = await api.append(src, { type: 'e', payload: { n: 3 } });
-    await caughtUp(api, src, 'l');
-    const log = await allEvents(api, recv);
-    expect(log.map((e) => [e.offset, e.type])).toEqual([
-      [1, CREATED],
-      [2, 'e'],
-    ]);
-    expect((await api.read(recv)).streamId).not.toBe(oldId);
-    expect(lastHop(log[1]!).offset).toBe(e3!.offset);
-    expect((await inboundOf(api, recv, src, 'l'))!.numEventsReceived).toBe(1);
-
-    const res = await command(api, src, 'setSubscriptionCursor', { subscriptionKey: 'l', afterOffset: 0 });
-    expect(res.status, res.text).toBe(200);
-    await caughtUp(api, src, 'l');
-    expect((await copiesOn(api, recv)).map((c) => lastHop(c).offset)).toEqual([e3!.offset, e1!.offset, e2!.offset, e3!.offset]);
-  });
-});
-
-describe('what durable subscriptions never deliver', () => {
-  it('ephemeral events are never delivered; the cursor passes over them', async () => {
-    const src = '/s6sub/src';
-    const recv = '/s6sub/recv';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'e', filter: { eventTypes: ['d', 'e'] }, delivery: { start: 'beginning' } });
-    const events = await api.append(src, [
-      { type: 'd', payload: { i: 1 } },
-      { type: 'e', payload: { i: 2 }, ephemeral: true },
-      { type: 'd', payload: { i: 3 } },
-      { type: 'e', payload: { i: 4 }, ephemeral: true },
-    ]);
-    const row = await caughtUp(api, src, 'e');
-    // The head is an ephemeral offset, and the cursor has passed it.
-    expect(row.acknowledgedOffset).toBe(events[3]!.offset);
-    expect((await copiesOn(api, recv)).map((c) => lastHop(c).offset)).toEqual([events[0]!.offset, events[2]!.offset]);
-    expect((await allEvents(api, recv)).some((e) => e.ephemeral)).toBe(false);
-  });
-
-  it('an idempotent repeat on the source is not delivered again', async () => {
-    const src = '/s3sub/src';
-    const recv = '/s3sub/recv';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'once' });
-    const [original] = await api.append(src, { type: 'keyed', payload: { v: 1 }, idempotencyKey: 'only-once' });
-    await waitForCopies(api, recv, 1);
-    const [repeat] = await api.append(src, { type: 'keyed', payload: { v: 1 }, idempotencyKey: 'only-once' });
-    expect(repeat).toEqual(original);
-    const [marker] = await api.append(src, { type: 'marker' });
-    await caughtUp(api, src, 'once');
-    expect((await copiesOn(api, recv)).map((c) => [lastHop(c).offset, c.type])).toEqual([
-      [original!.offset, 'keyed'],
-      [marker!.offset, 'marker'],
-    ]);
   });
 });

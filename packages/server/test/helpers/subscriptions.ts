@@ -193,6 +193,15 @@ export function lastHop(event: CommittedEvent): CopyHop {
   return hops[hops.length - 1]!;
 }
 
+/** The fields of a committed event a copy must reproduce (type/payload/metadata, omitted stays omitted). */
+export function copiedBody(event: CommittedEvent): Pick<CommittedEvent, 'type' | 'payload' | 'metadata'> {
+  return {
+    type: event.type,
+    ...(event.payload !== undefined ? { payload: event.payload } : {}),
+    ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
+  };
+}
+
 /** The copies on a receiver (events carrying source.copiedFrom), in receiver order. */
 export async function copiesOn(api: Api, receiver: string): Promise<CommittedEvent[]> {
   return (await allEvents(api, receiver)).filter(isCopy);
