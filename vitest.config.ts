@@ -29,6 +29,7 @@ const workerE2e = [
   'rpc-itx-call',
   'rpc-itx-runs',
   'live-connections',
+  'live-connections-wait',
   'processors',
   'processors-crash',
   'processors-registration',
