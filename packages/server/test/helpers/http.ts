@@ -146,6 +146,13 @@ export function queryString(query: Record<string, string | number | boolean>): s
   return `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}`;
 }
 
+/** Whether GET /v1/streams?prefix=<path> lists the stream at exactly `path` (protocol §6). */
+export async function isListed(api: Api, path: string): Promise<boolean> {
+  const res = await api.request<{ streams: { path: string }[] }>('GET', `/v1/streams?prefix=${encodeURIComponent(path)}`);
+  expect(res.status, res.text).toBe(200);
+  return res.body.streams.some((s) => s.path === path);
+}
+
 /**
  * Checks an error answer of protocol §1.3 and §7: the status of its code, the JSON shape, and the
  * message (a substring or a pattern). Answers the error for further checks.
