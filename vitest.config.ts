@@ -16,6 +16,7 @@ const workerE2e = [
   'streams-lifecycle',
   'sse',
   'errors',
+  'errors-routes',
   'auth',
   'concurrency',
   'regressions',
