@@ -29,6 +29,7 @@ const workerE2e = [
   'subscriptions-regressions',
   'webhooks-delivery',
   'rpc-itx-call',
+  'rpc-itx-call-unavailable',
   'rpc-itx-runs',
   'live-connections',
   'live-connections-wait',
