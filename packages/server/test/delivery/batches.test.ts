@@ -6,7 +6,8 @@
  */
 import { EventType } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHarness, failing, itxSub, ok, waitFor, webhookSub, x, type Harness } from './harness.js';
+import { createHarness, failing, ok, waitFor, type Harness } from './harness.js';
+import { itxSub, webhookSub, x } from './payloads.js';
 
 let h: Harness;
 afterEach(async () => {

@@ -7,7 +7,8 @@ import { EventType, RivuletError, type CommittedEvent } from '@rivulet/contract'
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CopyBatch } from '../../src/core/copy-builder.js';
 import { subscribeToEventsFrom } from '../../src/engine/commands.js';
-import { copySub, createHarness, PROJECT, waitFor, x, type Harness } from './harness.js';
+import { createHarness, PROJECT, waitFor, type Harness } from './harness.js';
+import { copySub, x } from './payloads.js';
 
 let h: Harness;
 afterEach(async () => {

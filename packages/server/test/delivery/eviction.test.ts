@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamActor } from '../../src/engine/actor.js';
 import { resumeSubscription } from '../../src/engine/commands.js';
-import { copySub, createHarness, itxSub, ok, settle, unavailable, waitFor, x, type Harness } from './harness.js';
+import { createHarness, ok, settle, unavailable, waitFor, type Harness } from './harness.js';
+import { copySub, itxSub, x } from './payloads.js';
 
 let h: Harness;
 afterEach(async () => {

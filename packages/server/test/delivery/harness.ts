@@ -4,7 +4,7 @@
  * over the in-process StreamDirectory of the Node host. The itx-call and webhook-post receivers
  * are scripted fakes, so the sender's generic behaviour (batches, ladder, skips, watchdog, runs)
  * can be driven without a network. The alarm factory wraps the real Node one and records every
- * set/clear/fire.
+ * set/clear/fire. The payloads the tests append are in payloads.ts.
  */
 import {
   EventType,
@@ -16,7 +16,6 @@ import {
   type SubscriptionConfiguredPayload,
   type SubscriptionRuntimeState,
 } from '@rivulet/contract';
-import { expect } from 'vitest';
 import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
 import { checkInput } from '../../src/core/append-input.js';
 import type { StreamActor } from '../../src/engine/actor.js';
@@ -344,75 +343,4 @@ export class Harness {
 
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   return new Harness(options.storage ?? (await MemoryStorage.create()), options);
-}
-
-// ---------------------------------------------------------------- payloads
-
-export const x = (n: number, extra: Partial<EventInput> = {}): EventInput => ({ type: 'app/x', payload: { n }, ...extra });
-
-type Start = 'beginning' | 'now';
-
-export function itxSub(
-  key: string,
-  options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[]; condition?: string; transform?: string } = {},
-): SubscriptionConfiguredPayload {
-  const filter: SubscriptionConfiguredPayload['filter'] = {};
-  if (options.eventTypes) filter.eventTypes = options.eventTypes;
-  if (options.condition) filter.jsonataCondition = options.condition;
-  return {
-    subscriptionKey: key,
-    ...(options.eventTypes || options.condition ? { filter } : {}),
-    receiver: {
-      action: 'itx-call',
-      expression: ['workers', ['get', 'w'], 'processEventBatch'],
-      ...(options.transform ? { jsonataTransform: options.transform } : {}),
-      delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
-    },
-  };
-}
-
-export function webhookSub(
-  key: string,
-  options: { start?: Start; onFailingEvent?: 'halt' | 'skip'; eventTypes?: string[]; url?: string; transform?: string } = {},
-): SubscriptionConfiguredPayload {
-  return {
-    subscriptionKey: key,
-    ...(options.eventTypes ? { filter: { eventTypes: options.eventTypes } } : {}),
-    receiver: {
-      action: 'webhook-post',
-      url: options.url ?? 'http://127.0.0.1:9/hook',
-      ...(options.transform ? { jsonataTransform: options.transform } : {}),
-      delivery: { start: options.start ?? 'now', onFailingEvent: options.onFailingEvent ?? 'halt' },
-    },
-  };
-}
-
-export function copySub(key: string, receivingStreamPath: string, options: { start?: Start; eventTypes?: string[]; transform?: string } = {}): SubscriptionConfiguredPayload {
-  return {
-    subscriptionKey: key,
-    ...(options.eventTypes ? { filter: { eventTypes: options.eventTypes } } : {}),
-    receiver: {
-      action: 'copy-to-stream',
-      receivingStreamPath,
-      ...(options.transform ? { jsonataTransform: options.transform } : {}),
-      delivery: { start: options.start ?? 'beginning', onFailingEvent: 'halt' },
-    },
-  };
-}
-
-/** The keys a runtime row may have (protocol §11): progress and measurements, never configuration. */
-export const RUNTIME_KEYS = [
-  'acknowledgedOffset',
-  'lag',
-  'attempt',
-  'nextAttemptAt',
-  'inFlightDeadlineAt',
-  'lastError',
-  'bytesSent',
-  'completionLatencyMs',
-  'deliveryDurationMs',
-];
-
-export function expectOnlyRuntimeKeys(view: object): void {
-  for (const key of Object.keys(view)) expect(RUNTIME_KEYS).toContain(key);
 }

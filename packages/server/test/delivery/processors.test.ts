@@ -9,7 +9,8 @@
 import { EventType, type CommittedEvent, type ItxExpression, type SubscriptionConfiguredPayload } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resumeSubscription } from '../../src/engine/commands.js';
-import { createHarness, settle, waitFor, x, PROJECT, type Harness, type HarnessOptions } from './harness.js';
+import { createHarness, settle, waitFor, PROJECT, type Harness, type HarnessOptions } from './harness.js';
+import { x } from './payloads.js';
 import { FakeProcessorHost } from './fake-processor-host.js';
 
 const EXPRESSION: ItxExpression = ['processors', ['get', 'h'], 'wakeStreamProcessor'];

@@ -4,7 +4,8 @@
  */
 import { EventType } from '@rivulet/contract';
 import { afterEach, expect, it } from 'vitest';
-import { createHarness, failing, itxSub, ok, settle, waitFor, x, type Harness } from './harness.js';
+import { createHarness, failing, ok, settle, waitFor, type Harness } from './harness.js';
+import { itxSub, x } from './payloads.js';
 
 let h: Harness;
 afterEach(async () => {

@@ -7,7 +7,8 @@
 import { EventType } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resumeSubscription, setSubscriptionCursorAndResume } from '../../src/engine/commands.js';
-import { createHarness, failing, itxSub, ok, unavailable, waitFor, x, type Harness } from './harness.js';
+import { createHarness, failing, ok, unavailable, waitFor, type Harness } from './harness.js';
+import { itxSub, x } from './payloads.js';
 
 let h: Harness;
 afterEach(async () => {

@@ -12,7 +12,8 @@ import { EventType, type CoreState } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStorage } from '../../src/adapters/sqlite/sqlite-storage.js';
 import { setSubscriptionCursor } from '../../src/engine/commands.js';
-import { createHarness, expectOnlyRuntimeKeys, failing, itxSub, ok, settle, waitFor, webhookSub, x, type Harness } from './harness.js';
+import { createHarness, failing, ok, settle, waitFor, type Harness } from './harness.js';
+import { expectOnlyRuntimeKeys, itxSub, webhookSub, x } from './payloads.js';
 
 const harnesses: Harness[] = [];
 async function harness(...args: Parameters<typeof createHarness>): Promise<Harness> {

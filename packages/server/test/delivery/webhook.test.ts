@@ -14,7 +14,8 @@ import { nodeOutbound } from '../../src/hosts/node/outbound.js';
 import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
 import type { SqlStorage } from '../../src/ports/storage.js';
 import { HookServer, signatureHeaders, type HookRequest } from '../helpers/hook-server.js';
-import { createHarness, waitFor, webhookSub, x, type Harness, type HarnessOptions } from './harness.js';
+import { createHarness, waitFor, type Harness, type HarnessOptions } from './harness.js';
+import { webhookSub, x } from './payloads.js';
 
 const SECRET = webhookSecretOf(crypto.getRandomValues(new Uint8Array(32)));
 
