@@ -1,6 +1,6 @@
 /**
  * What bench/append/run.mjs makes of its measurements: medians over rounds per mode and scenario,
- * the ratios to the baselines, the targets of issue 2 (PASS/MISS), and the printed table.
+ * the ratios to the baselines, the targets in bench/README.md (PASS/MISS), and the printed table.
  */
 import { fmtMs, fmtN, fmtX, table } from '../lib/report.mjs';
 
@@ -77,7 +77,7 @@ export function summarise(cfg, scenarios, runs, raw) {
   return summary;
 }
 
-/** The targets of issue 2 part 7: (b) ≥ 1.0× the bare baseline with p99 < 25 ms, (a) ≥ 0.7×. */
+/** The append targets (bench/README.md): (b) ≥ 1.0× the bare baseline with p99 < 25 ms, (a) ≥ 0.7×. */
 export function judgeTargets(summary) {
   const targets = [];
   for (const s of summary) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * bench/live (processors): hosted processor folding throughput (issue 5 §5). See bench/README.md.
+ * bench/live (processors): hosted processor folding throughput. See bench/README.md.
  *
  *   npm run build && node bench/live/processors.mjs            # full run
  *   node bench/live/processors.mjs --quick                     # smoke run

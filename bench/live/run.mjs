@@ -7,7 +7,7 @@
  *   node bench/live/run.mjs --help      # every option (expects a built workspace)
  *
  * The run is made of parts, each a function in PARTS below that answers its rows, targets and raw
- * figures; `--only NAME` runs one. Part "callbacks" (issue 5): append → live callback latency with
+ * figures; `--only NAME` runs one. Part "callbacks": append → live callback latency with
  * 1 and with 100 connections, opened by a separate client process over RPC (watcher.mjs), and in
  * the same run the SSE tail's latency as the baseline, and the CPU time each side spends per
  * probe. Processor folding throughput is measured by processors.mjs beside it.

@@ -1,5 +1,5 @@
 /**
- * The web UI in a real browser (issue 6 part 5): streams, their feed, live connections, the
+ * The web UI in a real browser (README "Web UI"): streams, their feed, live connections, the
  * composer, paging and tokens. Debian's Chromium driven by playwright-core,
  * against a real server started in-process on a fresh data folder that serves the built UI
  * (packages/ui/dist, built by `npm run build`, which `npm test` runs first); browser.ts starts both.

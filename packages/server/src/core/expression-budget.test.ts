@@ -1,7 +1,7 @@
 /**
  * Expression budgets (protocol §16.8): a hostile JSONata expression ends with a budget error while
  * it runs — it neither stalls the process for seconds nor exhausts the heap — and legitimate
- * expressions are untouched. The three expressions of issue 15 are here as they were reported.
+ * expressions are untouched. The three reported attack expressions are here as they were sent (decision 005).
  */
 import { RivuletError } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';

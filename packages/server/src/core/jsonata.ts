@@ -87,7 +87,7 @@ export function compileJsonata(source: string, limits: ExpressionLimits = defaul
 }
 
 /**
- * INVALID_INPUT naming the field, with JSONata's message and position (issue 3 §1); also when a
+ * INVALID_INPUT naming the field, with JSONata's message and position (protocol §9.3); also when a
  * literal range is longer than the memory budget allows any sequence to be (protocol §16.8).
  */
 export function checkJsonata(source: string, field: string, limits: ExpressionLimits = defaultExpressionLimits): void {

@@ -181,7 +181,7 @@ export class SubscriptionRuntime {
    * Moves a cursor past events that did not match, in memory, persisting it only every
    * QUIET_PERSIST_EVERY offsets: losing it in a crash only makes the next read scan the same
    * non-matching events again, and it keeps a configured but non-matching subscription from
-   * adding a row write to every append (issue 3 §8: under 5 % of append throughput).
+   * adding a row write to every append (bench/README.md, bench/copy: the non-matching subscription cost).
    */
   advanceQuietly(row: SubscriptionRow, cursor: number): void {
     const next = { ...row, cursor };

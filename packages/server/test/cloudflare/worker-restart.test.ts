@@ -1,5 +1,5 @@
 /**
- * The Worker host across restarts of the runtime (issue 7 "alarms and restarts"): Miniflare is
+ * The Worker host across restarts of the runtime (docs/cloudflare.md, alarms and restarts): Miniflare is
  * disposed and started again over the same persisted Durable Object storage and port, so every
  * object loses its memory as after an eviction or a deploy. What was acknowledged is still there,
  * a watching client reopens its connection where it left off, and owed deliveries resume by

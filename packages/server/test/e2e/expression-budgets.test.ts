@@ -1,5 +1,5 @@
 /**
- * End-to-end over real HTTP: hostile JSONata expressions (issue 15) neither stall nor crash the
+ * End-to-end over real HTTP: hostile JSONata expressions (protocol §16.8) neither stall nor crash the
  * server (protocol §16.8). While one runs, a plain append on another stream is answered within
  * 50 ms; a budget overrun is INVALID_INPUT at configure time when it can be seen, else an error
  * answer (waitForEvent) or a delivery failure that halts through the retry ladder (subscriptions);

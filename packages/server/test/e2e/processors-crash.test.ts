@@ -1,5 +1,5 @@
 /**
- * Crash test of a hosted processor (issue 5 §4; protocol §20.7): a REAL processor
+ * Crash test of a hosted processor (protocol §20.7): a REAL processor
  * host process (test/fixtures/processor-host.mjs, the built SDK) is killed with SIGKILL
  *
  * - between committing and reporting: it folded an event, committed state and checkpoint together,

@@ -1,6 +1,6 @@
 /**
  * End-to-end over real HTTP: webhook-post from a real server to a real HTTP receiver on loopback
- * (protocol §17, and the outage test of issue 4). Open mode, so
+ * (protocol §17, and an outage of the receiver). Open mode, so
  * private webhooks are allowed and the receiver can live on 127.0.0.1.
  */
 import { statSync } from 'node:fs';
