@@ -115,31 +115,23 @@ export function defineOutboundChecks(t: ConformanceApi, name: string, factory: (
       expect(after).toBeLessThan(64 * 1024 * 1024);
     });
 
-    it('the signal ends a request that gets no answer, at once', async () => {
-      const abort = new AbortController();
-      const pending = under.make().post(url('hang'), post(abort.signal));
-      pending.catch(() => undefined);
-      await until('the request', (s) => s.hits === 1);
-      const since = Date.now();
-      abort.abort(new Error('delivery timed out'));
-      const { error, ms } = await rejection(pending, since);
-      expect(error).toBeInstanceOf(Error);
-      expect(ms).toBeLessThan(PROMPT_MS);
-      await until('the connection close', (s) => s.closed);
-    });
-
-    it('the signal ends a request whose body is still arriving, at once', async () => {
-      const abort = new AbortController();
-      const pending = under.make().post(url('trickle'), post(abort.signal));
-      pending.catch(() => undefined);
-      await until('the body start', (s) => s.bytesOut >= 3);
-      const since = Date.now();
-      abort.abort(new Error('delivery timed out'));
-      const { error, ms } = await rejection(pending, since);
-      expect(error).toBeInstanceOf(Error);
-      expect(ms).toBeLessThan(PROMPT_MS);
-      await until('the connection close', (s) => s.closed);
-    });
+    for (const [what, route, reached] of [
+      ['a request that gets no answer', 'hang', (s: Stats) => s.hits === 1],
+      ['a request whose body is still arriving', 'trickle', (s: Stats) => s.bytesOut >= 3],
+    ] as const) {
+      it(`the signal ends ${what}, at once`, async () => {
+        const abort = new AbortController();
+        const pending = under.make().post(url(route), post(abort.signal));
+        pending.catch(() => undefined);
+        await until(route === 'hang' ? 'the request' : 'the body start', reached);
+        const since = Date.now();
+        abort.abort(new Error('delivery timed out'));
+        const { error, ms } = await rejection(pending, since);
+        expect(error).toBeInstanceOf(Error);
+        expect(ms).toBeLessThan(PROMPT_MS);
+        await until('the connection close', (s) => s.closed);
+      });
+    }
 
     it('a signal aborted before the call rejects at once, and nothing is sent', async () => {
       const abort = new AbortController();
