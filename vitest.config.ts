@@ -13,6 +13,7 @@ const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
  */
 const workerE2e = [
   'streams',
+  'health',
   'streams-lifecycle',
   'sse',
   'errors',

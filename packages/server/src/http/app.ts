@@ -38,6 +38,8 @@ export interface AppOptions {
   operations?: readonly OpenApiOperation[];
   /** Answers false while starting or shutting down. */
   ready?(): boolean;
+  /** What `/readyz` answers (protocol §15.1); without it, readiness follows `ready()`. */
+  readiness?(): { ready: true } | { ready: false; reason: string };
   /** Aborted when the host shuts down: live SSE answers then end cleanly (protocol §16.9). */
   stopping?: AbortSignal;
   /**
@@ -167,6 +169,16 @@ export function createApp(options: AppOptions): Hono {
   app.get('/healthz', (c) => {
     // Thrown, so that Hono's onError answers it and the hooks learn its code (c.error).
     if (options.ready && !options.ready()) throw new RivuletError('UNAVAILABLE', 'starting or shutting down');
+    return c.json({ ok: true });
+  });
+
+  // Liveness: the process answers (protocol §15.1), also while it starts or drains.
+  app.get('/livez', (c) => c.json({ ok: true }));
+
+  // Readiness: the host can take writes now (protocol §15.1); 503 names the failed check.
+  app.get('/readyz', (c) => {
+    const readiness = options.readiness?.() ?? (options.ready && !options.ready() ? { ready: false as const, reason: 'starting or shutting down' } : { ready: true as const });
+    if (!readiness.ready) throw new RivuletError('UNAVAILABLE', `not ready: ${readiness.reason}`);
     return c.json({ ok: true });
   });
 

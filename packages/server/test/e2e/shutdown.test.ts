@@ -118,18 +118,20 @@ describe('graceful shutdown', () => {
     expect([...answered].filter((id) => !committed.has(id))).toEqual([]);
   });
 
-  it('while it drains: /healthz answers 503, a waitForEvent is answered at once, live SSE ends cleanly, RPC sessions get close 1001', async () => {
+  it('while it drains: /healthz and /readyz answer 503 (/livez 200), a waitForEvent is answered at once, live SSE ends cleanly, RPC sessions get close 1001', async () => {
     const folder = await tempDir('rivulet-shutdown-');
     cleanups.push(folder.remove);
     const server = await startNodeServer({ port: 0, data: folder.dir, logger: { error: () => undefined, warn: () => undefined } });
     let closed = false;
     cleanups.push(async () => (closed ? undefined : server.close()));
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    cleanups.push(async () => agent.destroy());
+    // One kept-alive connection per probe: while draining, each answer closes its connection.
+    const agents = ['/healthz', '/readyz', '/livez'].map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+    cleanups.push(async () => agents.forEach((a) => a.destroy()));
     const port = server.port;
+    const agentOf: Record<string, Agent> = { '/healthz': agents[0]!, '/readyz': agents[1]!, '/livez': agents[2]! };
     const get = (path: string) =>
       new Promise<{ status: number; text: string }>((resolve, reject) => {
-        request({ agent, host: '127.0.0.1', port, path }, (res) => {
+        request({ agent: agentOf[path]!, host: '127.0.0.1', port, path }, (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
           res.on('end', () => resolve({ status: res.statusCode!, text }));
@@ -138,6 +140,8 @@ describe('graceful shutdown', () => {
           .end();
       });
     expect((await get('/healthz')).status).toBe(200);
+    expect((await get('/readyz')).status).toBe(200);
+    expect((await get('/livez')).status).toBe(200);
 
     const sse = await fetch(`${server.url}/v1/streams/drain/a?live=sse`);
     const reader = sse.body!.getReader();
@@ -156,6 +160,9 @@ describe('graceful shutdown', () => {
     const closing = server.close().then(() => (closed = true));
     const health = await get('/healthz');
     expect(health.status).toBe(503);
+    const ready = await get('/readyz');
+    expect([ready.status, JSON.parse(ready.text).error.message]).toEqual([503, 'not ready: starting or shutting down']);
+    expect((await get('/livez')).status).toBe(200);
     expect(JSON.parse(health.text).error).toMatchObject({ code: 'UNAVAILABLE' });
     const waited = await wait;
     expect(waited.status).toBe(503);

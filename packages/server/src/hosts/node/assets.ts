@@ -23,7 +23,7 @@ export function nodeAssets(dir: string): (path: string) => Promise<Response | nu
   // One trailing separator, whatever the caller gave ("…/dist" or "…/dist/").
   const root = normalize(dir).replace(/[\\/]+$/, '') + sep;
   return async (path) => {
-    if (path.startsWith('/v1/') || path === '/healthz' || path === '/metrics') return null;
+    if (path.startsWith('/v1/') || path === '/healthz' || path === '/livez' || path === '/readyz' || path === '/metrics') return null;
     const wanted = extname(path) === '' ? '/index.html' : path;
     const file = normalize(join(root, decodeURIComponent(wanted)));
     if (!file.startsWith(root)) return null;

@@ -35,6 +35,7 @@ import { nodeAssets } from './assets.js';
 import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
 import { attachFront } from './front.js';
 import { trackHttp } from './drain.js';
+import { nodeReadiness } from './readiness.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
 import { systemTimer } from '../../ports/timer.js';
 import { DATABASE_FILE, lockDataFolder } from './data-lock.js';
@@ -69,6 +70,8 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   headersTimeoutMs?: number;
   /** How long `close()` waits for requests in flight to be answered before it cuts them (default 10 s; protocol §16.9). */
   shutdownGraceMs?: number;
+  /** Free bytes under the data folder, for `/readyz` (tests; default statfs). */
+  freeBytes?(dir: string): number;
 }
 
 /** The default of `shutdownGraceMs` (`--shutdown-grace-ms`). */
@@ -192,6 +195,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.
   processors.onRegistered((projectId) => delivery.processorHostRegistered(projectId));
   let ready = false;
+  let storageOpen = true;
   /** Aborted when close() begins: live SSE answers end cleanly. */
   const stopping = new AbortController();
   // Every entrance (the app, the native append path, the front) reports to the same hooks.
@@ -205,6 +209,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     version: VERSION,
     ...(options.logger ? { logger: options.logger } : {}),
     ready: () => ready,
+    readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
     stopping: stopping.signal,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
     hooks,
@@ -295,6 +300,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         server.closeAllConnections();
         await http.closed;
         await storage.flush().catch(() => undefined);
+        storageOpen = false;
         storage.close();
         unlock();
       })();
