@@ -4,8 +4,8 @@
  * each new session to `onSession` listeners (serveWorker re-registers there). `root` is always the
  * current session's root.
  *
- * Browsers cannot set headers on a WebSocket, so there the token travels as `?token=`; on Node 20,
- * which has no global WebSocket, the `ws` package is loaded on demand and sends a header.
+ * Browsers cannot set headers on a WebSocket, so there the token travels as `?token=`; on Node the
+ * `ws` package is loaded on demand (also where a global WebSocket exists) and sends a header.
  */
 import { RivuletError } from '@rivulet/contract';
 import { newWebSocketRpcSession, type RpcStub } from 'capnweb';
@@ -17,7 +17,7 @@ type WebSocketCtor = new (url: string, options?: unknown) => WebSocket;
 export interface ConnectOptions {
   token?: string | undefined;
   projectId?: string | undefined;
-  /** A WebSocket class to use instead of the global one (or `ws` on Node 20). */
+  /** A WebSocket class to use instead of `ws` (on Node) or the global one (in browsers). */
   WebSocket?: WebSocketCtor | undefined;
   /** Backoff between reconnection attempts (default 100 ms doubling to 5 s). */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number } | false;
@@ -63,8 +63,15 @@ function takesHeaders(Ctor: WebSocketCtor): boolean {
   return Ctor === loadedWs || typeof (Ctor.prototype as { on?: unknown }).on === 'function';
 }
 
+/**
+ * Node (and runtimes that present themselves as Node) get `ws` even when they have a global
+ * WebSocket (Node 22 and later): the global one, like a browser's, sends no headers and hides the
+ * status of a refused upgrade, so an auth refusal would read as UNAVAILABLE.
+ */
+const IN_NODE = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+
 async function openSocket(base: string, options: ConnectOptions): Promise<WebSocket> {
-  let Ctor = options.WebSocket ?? loadedWs ?? (globalThis as { WebSocket?: WebSocketCtor }).WebSocket;
+  let Ctor = options.WebSocket ?? loadedWs ?? (IN_NODE ? undefined : (globalThis as { WebSocket?: WebSocketCtor }).WebSocket);
   if (!Ctor) {
     const ws = (await import('ws')) as unknown as { WebSocket: WebSocketCtor };
     Ctor = loadedWs = ws.WebSocket;

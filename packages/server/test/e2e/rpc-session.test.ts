@@ -4,9 +4,8 @@
  * every stream method over RPC, errors crossing with their code, and authentication of the
  * upgrade. Workers and the disposal test are in rpc-session-workers.test.ts.
  *
- * Note: this process also runs the server, whose module installs `ws` as the global WebSocket on
- * Node 20; the SDK then takes its "no headers" path and sends the token as `?token=`. Tests that
- * are about the Authorization header use a raw `ws` session instead.
+ * Note: on Node the SDK opens its sessions with `ws` and sends the token in a header; tests about
+ * the exact upgrade request use a raw `ws` session instead.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connect, type ItxConnection } from '@rivulet/client';
@@ -230,7 +229,7 @@ describe('authentication of the upgrade (tokens configured)', () => {
       viaHeader.close();
       viaQuery.close();
     }
-    // The SDK in this process sends ?token= (see the note at the top) and works the same.
+    // The SDK (a header, from `ws`) works the same.
     const sdk = await connect(server.url, { token: TOKEN_A });
     try {
       expect((await sdk.root.streams.get('/auth/a').getEvents()).events).toHaveLength(3);
