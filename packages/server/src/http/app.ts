@@ -11,7 +11,7 @@ import type { ServerMetrics } from '../engine/metrics.js';
 import { authenticate, type TokenTable } from './auth.js';
 import { readBodyBytes } from './body.js';
 import { headerReader } from './request-headers.js';
-import { ClientAborted, consoleLogger, errorResponse, rivuletErrorResponse, toRivuletError, type ErrorLogger } from './errors.js';
+import { answerResponse, consoleLogger, errorAnswer, errorResponse, rivuletErrorResponse, type ErrorLogger } from './errors.js';
 import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
 import { JSON_TYPE, appendAnswerer, hooksOf } from './append-route.js';
 import type { AnswerHeaders, AnsweredRequest, RequestHooks } from './request-hooks.js';
@@ -119,9 +119,8 @@ export function createApp(options: AppOptions): Hono {
       // The query goes along: the route refuses one (protocol §1.2).
       const search = new URL(request.url).search;
       const answer = await answerAppend(rawPath + search, headers, () => readBodyBytes(request, headers, maxBodyBytes), started);
-      const res = new Response(answer.text, { status: answer.status, headers: { 'content-type': JSON_TYPE } });
-      if (answer.headers !== undefined) for (const [name, value] of answer.headers) res.headers.append(name, value);
-      c.res = res;
+      c.res = new Response(answer.text, { status: answer.status, headers: { 'content-type': JSON_TYPE } });
+      if (answer.headers !== undefined) addFields(c, answer.headers);
       return;
     }
     let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
@@ -144,13 +143,9 @@ export function createApp(options: AppOptions): Hono {
         errorCode = codeOf(c.error);
       }
     } catch (error) {
-      if (error instanceof ClientAborted) {
-        c.res = errorResponse(error, logger, route);
-      } else {
-        const e = toRivuletError(error, logger);
-        errorCode = e.code;
-        c.res = rivuletErrorResponse(e);
-      }
+      const answer = errorAnswer(error, logger, route);
+      errorCode = answer.code;
+      c.res = answerResponse(answer);
     }
     const answered: AnsweredRequest = {
       method: c.req.method,

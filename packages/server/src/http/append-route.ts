@@ -13,7 +13,7 @@ import type { ServerMetrics } from '../engine/metrics.js';
 import { appendAnswer, parseAppendBody } from './append-body.js';
 import { authenticate, type TokenTable } from './auth.js';
 import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType, tooLarge } from './body.js';
-import { CLIENT_ABORTED_STATUS, ClientAborted, logClientAbort, toRivuletError, type ErrorLogger } from './errors.js';
+import { errorAnswer, type ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
 import { composeRequestHooks, metricsHook, type AnswerHeaders, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
 import { parseStreamAddress } from './stream-url.js';
@@ -44,7 +44,7 @@ export interface AppendReply {
 export interface AppendAnswer extends AppendReply, AnsweredRequest {}
 
 /**
- * Answers one append. `url` is the request target as sent (percent-encoded, no query); `body`
+ * Answers one append. `url` is the request target as sent (percent-encoded; a query is refused); `body`
  * reads the body and is called only once the head was judged; `started` is `performance.now()`
  * when the entrance began the request. Errors become their answers; never rejects.
  */
@@ -93,17 +93,7 @@ export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
       text = appendAnswer(await service.append(principal.projectId, address.path, inputs));
       status = 200;
     } catch (error) {
-      if (error instanceof ClientAborted) {
-        // No one is left to answer: counted as a client abort, not as a fault of the server.
-        logClientAbort(logger, route);
-        status = CLIENT_ABORTED_STATUS;
-        text = '';
-      } else {
-        const e = toRivuletError(error, logger);
-        status = e.status;
-        text = JSON.stringify(e.toBody());
-        errorCode = e.code;
-      }
+      ({ status, text, code: errorCode } = errorAnswer(error, logger, route));
     }
     const answer: MutableAnswer = {
       method: 'POST',

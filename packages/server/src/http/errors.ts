@@ -2,7 +2,7 @@
  * The one error→response mapping of the HTTP edge (protocol §1.3, §7). A RivuletError answers its code's
  * status; anything else is INTERNAL, logged with its cause, and says nothing internal to the client.
  */
-import { RivuletError, type ErrorBody } from '@rivulet/contract';
+import { RivuletError, type ErrorBody, type ErrorCode } from '@rivulet/contract';
 
 export interface ErrorLogger {
   error(message: string, error: unknown): void;
@@ -28,11 +28,7 @@ export class ClientAborted extends Error {
 }
 
 /** The status a client abort is counted under (never sent: the client is gone). */
-export const CLIENT_ABORTED_STATUS = 499;
-
-export function logClientAbort(logger: ErrorLogger, route: string): void {
-  logger.warn?.(`rivulet: ${route}: the client closed the connection before its request had arrived`);
-}
+const CLIENT_ABORTED_STATUS = 499;
 
 export function toRivuletError(error: unknown, logger: ErrorLogger): RivuletError {
   if (error instanceof RivuletError) return error;
@@ -41,12 +37,33 @@ export function toRivuletError(error: unknown, logger: ErrorLogger): RivuletErro
   return new RivuletError('INTERNAL', `internal error (reference ${reference})`);
 }
 
-export function errorResponse(error: unknown, logger: ErrorLogger, route = 'a request'): Response {
+/** What an error answers: its status, its JSON text (empty for a client abort), and its code. */
+export interface ErrorAnswer {
+  status: number;
+  text: string;
+  code: ErrorCode | undefined;
+}
+
+/**
+ * The one mapping from a thrown error to its answer, for every entrance: a client abort is counted
+ * under 499 and logged as one line naming `route`; anything else answers as toRivuletError maps it.
+ */
+export function errorAnswer(error: unknown, logger: ErrorLogger, route = 'a request'): ErrorAnswer {
   if (error instanceof ClientAborted) {
-    logClientAbort(logger, route);
-    return new Response(null, { status: CLIENT_ABORTED_STATUS });
+    logger.warn?.(`rivulet: ${route}: the client closed the connection before its request had arrived`);
+    return { status: CLIENT_ABORTED_STATUS, text: '', code: undefined };
   }
-  return rivuletErrorResponse(toRivuletError(error, logger));
+  const e = toRivuletError(error, logger);
+  return { status: e.status, text: JSON.stringify(e.toBody()), code: e.code };
+}
+
+export function answerResponse(answer: ErrorAnswer): Response {
+  if (answer.text === '') return new Response(null, { status: answer.status });
+  return new Response(answer.text, { status: answer.status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+}
+
+export function errorResponse(error: unknown, logger: ErrorLogger, route?: string): Response {
+  return answerResponse(errorAnswer(error, logger, route));
 }
 
 export function rivuletErrorResponse(e: RivuletError): Response {
