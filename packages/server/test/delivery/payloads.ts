@@ -5,6 +5,7 @@
  */
 import type { EventInput, SubscriptionConfiguredPayload } from '@rivulet/contract';
 import { expect } from 'vitest';
+import { RUNTIME_FIELDS } from '../helpers/subscriptions.js';
 
 export const x = (n: number, extra: Partial<EventInput> = {}): EventInput => ({ type: 'app/x', payload: { n }, ...extra });
 
@@ -58,19 +59,7 @@ export function copySub(key: string, receivingStreamPath: string, options: { sta
   };
 }
 
-/** The keys a runtime row may have (protocol §11): progress and measurements, never configuration. */
-export const RUNTIME_KEYS = [
-  'acknowledgedOffset',
-  'lag',
-  'attempt',
-  'nextAttemptAt',
-  'inFlightDeadlineAt',
-  'lastError',
-  'bytesSent',
-  'completionLatencyMs',
-  'deliveryDurationMs',
-];
-
+/** Only the runtime fields of protocol §11 (helpers/subscriptions.ts RUNTIME_FIELDS), never configuration. */
 export function expectOnlyRuntimeKeys(view: object): void {
-  for (const key of Object.keys(view)) expect(RUNTIME_KEYS).toContain(key);
+  for (const key of Object.keys(view)) expect(RUNTIME_FIELDS).toContain(key);
 }
