@@ -10,6 +10,7 @@
  */
 import type { CommittedEvent } from '@rivulet/contract';
 import type { Clock, Random } from '../ports/clock.js';
+import type { Logger } from '../ports/logger.js';
 import type { StreamDirectory } from '../ports/directory.js';
 import type { SqlStorage } from '../ports/storage.js';
 import type { AlarmFactory, Timer } from '../ports/timer.js';
@@ -24,13 +25,8 @@ import { StreamRegistry } from './registry.js';
 import { LocalStreamService } from './service.js';
 import { StreamStore, type StreamStoreOptions } from './stream-store.js';
 
-/** Where the engine's messages go (the edges' ErrorLogger fits). */
-export interface EngineLogger {
-  /** A fault of the server, with what was thrown. */
-  error(message: string, error: unknown): void;
-  /** A notable fact that is no fault of the server (a subscription halted). */
-  warn?(message: string): void;
-}
+/** Where the engine's messages go (ports/logger.ts). */
+export type EngineLogger = Logger;
 
 export interface EnginePorts {
   /** The engine's database, its schema already opened (engine/schema.ts). */

@@ -3,12 +3,10 @@
  * status; anything else is INTERNAL, logged with its cause, and says nothing internal to the client.
  */
 import { RivuletError, type ErrorBody, type ErrorCode } from '@rivulet/contract';
+import type { Logger } from '../ports/logger.js';
 
-export interface ErrorLogger {
-  error(message: string, error: unknown): void;
-  /** Notable facts that are not errors of the server (a subscription halted). */
-  warn?(message: string): void;
-}
+/** The logger the edges take (ports/logger.ts, the same every layer takes). */
+export type ErrorLogger = Logger;
 
 export const consoleLogger: ErrorLogger = {
   error: (message, error) => console.error(message, error),
