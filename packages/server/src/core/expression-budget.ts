@@ -19,6 +19,14 @@
 /** Steps per millisecond of the time budget (JSONata ran 1,100–2,000 on a quiet core; decision 005). */
 export const STEPS_PER_MS = 1000;
 const CLOCK_EVERY = 32;
+/**
+ * An evaluation runs unmetered only if its static bound stays within 1/UNMETERED_STEP_SHARE of the
+ * step cap — so even at a tenth of the calibrated speed it ends inside the time budget — and
+ * within UNMETERED_BYTES_PER_MS estimated bytes per millisecond of the budget (10 ns a byte) and
+ * the memory budget (core/expression-bounds.ts).
+ */
+export const UNMETERED_STEP_SHARE = 10;
+export const UNMETERED_BYTES_PER_MS = 100_000;
 /** Estimated bytes of one array element. */
 export const ELEMENT_BYTES = 8;
 /**
@@ -89,6 +97,16 @@ export class Meter {
   constructor(private readonly budget: ExpressionBudget) {
     this.maxSteps = Math.max(1, Math.floor(budget.timeMs * STEPS_PER_MS));
     this.deadline = budget.now() + budget.timeMs;
+  }
+
+  /** Nodes entered so far. */
+  get stepsTaken(): number {
+    return this.steps;
+  }
+
+  /** Estimated bytes charged so far. */
+  get bytesCharged(): number {
+    return this.charged;
   }
 
   /** On entry to a node. */

@@ -7,7 +7,19 @@
  */
 import jsonata from 'jsonata';
 import { RivuletError } from '@rivulet/contract';
-import { BudgetExceeded, Meter, defaultExpressionLimits, literalRangeOver, sequenceCap, type ExpressionBudget, type ExpressionLimits } from './expression-budget.js';
+import { inputSizeWithin, staticBound, type StaticBound } from './expression-bounds.js';
+import {
+  BudgetExceeded,
+  Meter,
+  STEPS_PER_MS,
+  UNMETERED_BYTES_PER_MS,
+  UNMETERED_STEP_SHARE,
+  defaultExpressionLimits,
+  literalRangeOver,
+  sequenceCap,
+  type ExpressionBudget,
+  type ExpressionLimits,
+} from './expression-budget.js';
 
 type Expression = ReturnType<typeof jsonata>;
 
@@ -45,7 +57,15 @@ function wrap(error: unknown): JsonataError {
 }
 
 const CACHE_LIMIT = 2000;
-const cache = new Map<string, Expression>();
+/** One expression under one sequence cap: its metered form, and for bounded expressions an unmetered one. */
+interface Compiled {
+  metered: Expression;
+  bound: StaticBound | undefined;
+  plain?: Expression;
+}
+// Keyed by sequence cap, then source: the source string is the key itself, so its hash is kept.
+const cache = new Map<number, Map<string, Compiled>>();
+let cached = 0;
 // The binding through which the hooks find the meter of their evaluation: not a JSONata name, so
 // no expression can read it.
 const METER = 'rivulet meter';
@@ -63,27 +83,64 @@ const onExit: Hook = (node, _input, environment, result) => {
   (environment.base.lookup(METER) as Meter | undefined)?.produced(node, result);
 };
 
+function parse(source: string, cap: number): Expression {
+  try {
+    return jsonata(source, { sequence: cap });
+  } catch (error) {
+    throw wrap(error);
+  }
+}
+
+function compiled(source: string, limits: ExpressionLimits): Compiled {
+  const cap = sequenceCap(limits);
+  let forCap = cache.get(cap);
+  const hit = forCap?.get(source);
+  if (hit) return hit;
+  const metered = parse(source, cap);
+  const assign = metered.assign as unknown as (name: symbol, value: Hook) => void;
+  assign(ENTRY, onEntry);
+  assign(EXIT, onExit);
+  const entry: Compiled = { metered, bound: staticBound(metered.ast()) };
+  if (cached >= CACHE_LIMIT) {
+    cache.clear();
+    cached = 0;
+  }
+  if (!forCap) {
+    forCap = new Map();
+    cache.set(cap, forCap);
+  }
+  forCap.set(source, entry);
+  cached++;
+  return entry;
+}
+
 /**
  * Compiles (or answers the cached compilation of) an expression; throws JsonataError on bad syntax.
  * The sequence cap is part of the compilation (JSONata checks it before allocating).
  */
 export function compileJsonata(source: string, limits: ExpressionLimits = defaultExpressionLimits): Expression {
-  const cap = sequenceCap(limits);
-  const cacheKey = `${cap}\u0000${source}`;
-  const cached = cache.get(cacheKey);
-  if (cached) return cached;
-  let expression: Expression;
-  try {
-    expression = jsonata(source, { sequence: cap });
-  } catch (error) {
-    throw wrap(error);
-  }
-  const assign = expression.assign as unknown as (name: symbol, value: Hook) => void;
-  assign(ENTRY, onEntry);
-  assign(EXIT, onExit);
-  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-  cache.set(cacheKey, expression);
-  return expression;
+  return compiled(source, limits).metered;
+}
+
+/**
+ * Whether this evaluation may run without the meter: the expression is bounded and its bound on
+ * this input stays inside a share of the budget the meter enforces (protocol §16.8).
+ */
+function unmetered(entry: Compiled, input: unknown, limits: ExpressionLimits): boolean {
+  const bound = entry.bound;
+  if (!bound) return false;
+  const maxSteps = Math.floor((limits.timeMs * STEPS_PER_MS) / UNMETERED_STEP_SHARE);
+  const perValue = Array.isArray(input) ? bound.topNodes + bound.innerNodes : bound.innerNodes;
+  const fixed = Array.isArray(input) ? 0 : bound.topNodes;
+  if (fixed > maxSteps) return false;
+  const maxValues = perValue === 0 ? Number.MAX_SAFE_INTEGER : Math.floor((maxSteps - fixed) / perValue);
+  const maxBytes = Math.floor(Math.min(limits.memoryBytes, limits.timeMs * UNMETERED_BYTES_PER_MS) / (1 + bound.memoryFactor));
+  return inputSizeWithin(input, maxValues, maxBytes) !== undefined;
+}
+
+/** How an evaluation of `source` on `input` would run (for tests and diagnostics). */
+export function evaluationPlan(source: string, input: unknown, limits: ExpressionLimits = defaultExpressionLimits): 'metered' | 'unmetered' {
+  return unmetered(compiled(source, limits), input, limits) ? 'unmetered' : 'metered';
 }
 
 /**
@@ -119,16 +176,33 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
  * JsonataError — with code TIME_BUDGET or MEMORY_BUDGET when the budget ran out.
  */
 export async function evaluateJsonata(source: string, input: unknown, budget: ExpressionBudget): Promise<unknown> {
-  const expression = compileJsonata(source, budget);
+  const entry = compiled(source, budget);
+  return evaluateAs(unmetered(entry, input, budget) ? 'unmetered' : 'metered', entry, source, input, budget);
+}
+
+/**
+ * Evaluates one way or the other, whatever the plan says: for the tests that hold the two ways
+ * against each other and the meter's counts against the static bound.
+ */
+export function evaluateJsonataAs(mode: 'metered' | 'unmetered', source: string, input: unknown, budget: ExpressionBudget, meter = new Meter(budget)): Promise<unknown> {
+  return evaluateAs(mode, compiled(source, budget), source, input, budget, meter);
+}
+
+async function evaluateAs(mode: 'metered' | 'unmetered', entry: Compiled, source: string, input: unknown, budget: ExpressionBudget, meter?: Meter): Promise<unknown> {
   let result: unknown;
   try {
-    result = await expression.evaluate(input, { [METER]: new Meter(budget) });
+    if (mode === 'unmetered') {
+      entry.plain ??= parse(source, sequenceCap(budget));
+      result = await entry.plain.evaluate(input);
+    } else {
+      result = await entry.metered.evaluate(input, { [METER]: meter ?? new Meter(budget) });
+    }
   } catch (error) {
     throw wrap(error);
   }
   if (result === undefined) return undefined;
   try {
-    // Bounded: the exit hook measured this value against the memory budget.
+    // Bounded: the exit hook measured this value against the memory budget, or the static bound did.
     const text = JSON.stringify(result);
     return text === undefined ? undefined : (JSON.parse(text) as unknown);
   } catch (error) {
