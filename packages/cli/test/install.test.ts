@@ -25,9 +25,13 @@ let server: ChildProcess | undefined;
 let url: string;
 let data: string;
 
-/** npm with the caller's environment, minus the workspace's own npm settings. */
+/**
+ * npm with the caller's environment, minus the workspace's own npm settings — but the headers to
+ * build native modules against stay (CI's run on another Node sets them; .ci/run).
+ */
 function npm(args: string[], cwd: string, timeout = 600_000) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_') && !k.startsWith('RIVULET_')));
+  const keep = (k: string) => k === 'npm_config_nodedir' || (!k.startsWith('npm_') && !k.startsWith('RIVULET_'));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => keep(k)));
   return run('npm', args, { cwd, env, timeout, maxBuffer: 32 * 1024 * 1024 });
 }
 

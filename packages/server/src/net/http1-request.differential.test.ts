@@ -138,10 +138,13 @@ describe('readRequestHead against node:http', () => {
     expect(plain).toBeGreaterThan(300);
   });
 
-  it("the reported attack: 'Content-Length: 5<TAB>' is not plain (node:http refuses it)", async () => {
+  it("the reported attack: 'Content-Length: 5<TAB>' is not plain, so node:http decides it", async () => {
     const bytes = Buffer.from('POST /v1/streams/a HTTP/1.1\r\nHost: h\r\nContent-Length: 5\t\r\n\r\n', 'latin1');
     expect(readRequestHead(bytes, { maxBodyBytes: 1000, accepts: () => true })).toBe('other');
     const parsed = await nodeHttp(bytes, Buffer.from('hello'));
-    expect(parsed.refused).toBe(true);
+    // Node 20's llhttp refuses the tab; later ones take it as optional whitespace and read 5 bytes.
+    // Either way the front did not frame it on its own reading.
+    if (Number(process.versions.node.split('.')[0]) <= 20) expect(parsed.refused).toBe(true);
+    else expect(parsed.refused || parsed.requests[0]?.body === 5, JSON.stringify(parsed.requests)).toBe(true);
   });
 });
