@@ -64,7 +64,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'worker', include: workerE2e, env: { RIVULET_TEST_HOST: 'worker' } },
+        test: { name: 'worker', include: workerE2e, env: { RIVULET_TEST_HOST: 'worker' }, setupFiles: ['packages/server/test/worker-fetch-setup.ts'] },
       },
     ],
   },
