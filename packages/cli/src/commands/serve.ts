@@ -1,5 +1,6 @@
 /** `rivulet serve`: start the server on embedded SQLite (protocol §16.1). */
 import { Defaults } from '@rivulet/contract';
+import type * as NodeHost from '@rivulet/server/node';
 import { boolOption, intOption, parse, UsageError, type Command } from '../command.js';
 
 const usage = `Usage: rivulet serve [options]
@@ -30,7 +31,30 @@ Options:
                                default: generated once and stored in DATA/webhook-secret, see rivulet webhook-secret)
   --shutdown-grace-ms N        on SIGTERM or SIGINT, how long requests in flight get to be answered before
                                they are cut (RIVULET_SHUTDOWN_GRACE_MS, default 10000); a second signal cuts at once
+  --cors-origin ORIGIN[,…]     answer cross-origin requests from these origins (scheme://host[:port]), or *
+                               (RIVULET_CORS_ORIGIN; default: none, no CORS); * with --tokens needs the next flag
+  --cors-allow-any-origin-with-tokens
+                               allow --cors-origin * although tokens are configured: any web page may then call
+                               the server with a token it holds (RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS)
   -h, --help                   show this help`;
+
+type ServerModule = Pick<typeof NodeHost, 'parseCorsOrigins' | 'checkCorsConfig'>;
+
+/** `--cors-origin` with its companion flag, checked before anything starts (a usage error, exit 2). */
+function corsOption(origins: string | undefined, anyWithTokens: string | boolean | undefined, tokens: boolean, nodeHost: ServerModule) {
+  const allowAnyOriginWithTokens = boolOption('--cors-allow-any-origin-with-tokens', anyWithTokens, false);
+  if (origins === undefined || origins === '') {
+    if (allowAnyOriginWithTokens) throw new UsageError('--cors-allow-any-origin-with-tokens needs --cors-origin *');
+    return undefined;
+  }
+  try {
+    const cors = { origins: nodeHost.parseCorsOrigins(origins), allowAnyOriginWithTokens };
+    nodeHost.checkCorsConfig(cors, tokens);
+    return cors;
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -55,6 +79,8 @@ export const serveCommand: Command = {
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
       'shutdown-grace-ms': { type: 'string' },
+      'cors-origin': { type: 'string' },
+      'cors-allow-any-origin-with-tokens': { type: 'boolean' },
     });
     if (values.help) {
       io.out(usage);
@@ -74,13 +100,16 @@ export const serveCommand: Command = {
     const expressionTime = pick('expression-time-ms', 'RIVULET_EXPRESSION_TIME_MS') || undefined;
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
-    const { startNodeServer, DEFAULT_SHUTDOWN_GRACE_MS } = await import('@rivulet/server/node');
+    const nodeHost = await import('@rivulet/server/node');
+    const { startNodeServer, DEFAULT_SHUTDOWN_GRACE_MS } = nodeHost;
+    const cors = corsOption(pick('cors-origin', 'RIVULET_CORS_ORIGIN'), values['cors-allow-any-origin-with-tokens'] ?? env.RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS, tokensFile !== undefined && tokensFile !== '', nodeHost);
     const shutdownGraceMs = intOption('--shutdown-grace-ms', pick('shutdown-grace-ms', 'RIVULET_SHUTDOWN_GRACE_MS'), DEFAULT_SHUTDOWN_GRACE_MS, 0);
     const server = await startNodeServer({
       port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
       host: pick('host', 'RIVULET_HOST') ?? Defaults.host,
       data: pick('data', 'RIVULET_DATA') ?? Defaults.data,
       ...(tokensFile ? { tokensFile } : {}),
+      ...(cors ? { cors } : {}),
       ...(webhookSecret !== undefined ? { webhookSecret } : {}),
       ...(allowPrivate !== undefined ? { allowPrivateWebhooks: boolOption('--allow-private-webhooks', allowPrivate, false) } : {}),
       durability,

@@ -26,6 +26,9 @@ import { STREAMS_PREFIX, hasMethodSuffix, parseStreamAddress } from './stream-ur
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 import { connectionMethods, connectionOperations } from './connection-methods.js';
 
+/** The route label of an answered preflight (any path: its label stays bounded). */
+const PREFLIGHT_ROUTE = 'OPTIONS {preflight}';
+
 export interface AppOptions {
   service: StreamService;
   tokens: TokenTable | null;
@@ -125,8 +128,14 @@ export function createApp(options: AppOptions): Hono {
     }
     let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
     let errorCode: ErrorCode | undefined;
+    // A preflight a hook answers (cors.ts) is answered for every path, before authentication.
+    const preflight = c.req.method === 'OPTIONS' ? hooks.preflight?.(headerReader(c.req.raw, incomingOf(c))) : undefined;
     try {
-      if (isStream) {
+      if (preflight !== undefined) {
+        route = PREFLIGHT_ROUTE;
+        if ('refused' in preflight) throw preflight.refused;
+        c.res = new Response(null, { status: 204, headers: preflight.headers as [string, string][] });
+      } else if (isStream) {
         const address = parseStreamAddress(rawPath);
         route = routeTemplate(c.req.method, address, methods);
         const headers = headerReader(c.req.raw, incomingOf(c));

@@ -8,7 +8,7 @@
  * Hooks run on the request's path: they must be cheap and synchronous. A hook that throws is
  * logged and skipped; the answer is not changed by it.
  */
-import type { ErrorCode } from '@rivulet/contract';
+import type { ErrorCode, RivuletError } from '@rivulet/contract';
 import type { ServerMetrics } from '../engine/metrics.js';
 import type { ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
@@ -37,13 +37,24 @@ export interface RequestHook {
    * Return a constant array when the fields do not depend on the request: this is the hot path.
    */
   answerHeaders?(answered: AnsweredRequest, request: HeaderReader): AnswerHeaders | undefined;
+  /**
+   * An `OPTIONS` request this hook answers itself (a CORS preflight, cors.ts), or undefined to
+   * leave it to the routes. Called before routing and authentication; the answer still passes
+   * `answerHeaders` and `onAnswered` like any other.
+   */
+  preflight?(request: HeaderReader): Preflight | undefined;
 }
+
+/** A hook's answer to an `OPTIONS` request: `204` with these fields, or the error to answer. */
+export type Preflight = { readonly headers: AnswerHeaders } | { readonly refused: RivuletError };
 
 /** A host's hooks, composed: what the entrances call. */
 export interface RequestHooks {
   onAnswered(answered: AnsweredRequest): void;
   /** Undefined when no hook adds header fields: entrances then skip the step entirely. */
   readonly answerHeaders: ((answered: AnsweredRequest, request: HeaderReader) => AnswerHeaders | undefined) | undefined;
+  /** Undefined when no hook answers `OPTIONS`; else the first hook's answer that is not undefined. */
+  readonly preflight: ((request: HeaderReader) => Preflight | undefined) | undefined;
 }
 
 /**
@@ -62,11 +73,12 @@ function writable(fields: AnswerHeaders): boolean {
   return true;
 }
 
-export const noRequestHooks: RequestHooks = { onAnswered: () => undefined, answerHeaders: undefined };
+export const noRequestHooks: RequestHooks = { onAnswered: () => undefined, answerHeaders: undefined, preflight: undefined };
 
 export function composeRequestHooks(hooks: readonly RequestHook[], logger: ErrorLogger): RequestHooks {
   const observers = hooks.flatMap((h) => (h.onAnswered ? [h.onAnswered.bind(h)] : []));
   const headerers = hooks.flatMap((h) => (h.answerHeaders ? [h.answerHeaders.bind(h)] : []));
+  const preflights = hooks.flatMap((h) => (h.preflight ? [h.preflight.bind(h)] : []));
   const onAnswered = (answered: AnsweredRequest): void => {
     for (let i = 0; i < observers.length; i++) {
       try {
@@ -102,7 +114,25 @@ export function composeRequestHooks(hooks: readonly RequestHook[], logger: Error
           }
           return all;
         };
-  return { onAnswered, answerHeaders };
+  const preflight =
+    preflights.length === 0
+      ? undefined
+      : (request: HeaderReader): Preflight | undefined => {
+          for (const answer of preflights) {
+            let verdict: Preflight | undefined;
+            try {
+              verdict = answer(request);
+            } catch (error) {
+              logger.error('rivulet: a request hook failed', error);
+              continue;
+            }
+            if (verdict === undefined) continue;
+            if ('refused' in verdict || writable(verdict.headers)) return verdict;
+            logger.error('rivulet: a request hook gave header fields that cannot be written', new Error(JSON.stringify(verdict.headers)));
+          }
+          return undefined;
+        };
+  return { onAnswered, answerHeaders, preflight };
 }
 
 /** `rivulet_http_request_duration_seconds` by route template and status (protocol §15.2). */

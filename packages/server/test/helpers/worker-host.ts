@@ -45,6 +45,7 @@ const SUPPORTED = new Set([
   'maxCoreStateBytes',
   'ephemeralRetentionCount',
   'durability',
+  'cors',
 ]);
 
 function bindingsOf(options: WorkerHostOptions): Record<string, string> {
@@ -70,6 +71,8 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
   put('RIVULET_MAX_BODY_BYTES', options.maxBodyBytes);
   put('RIVULET_MAX_CORE_STATE_BYTES', options.maxCoreStateBytes);
   put('RIVULET_EPHEMERAL_RETENTION_COUNT', options.ephemeralRetentionCount);
+  put('RIVULET_CORS_ORIGIN', options.cors?.origins.join(','));
+  put('RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS', options.cors?.allowAnyOriginWithTokens);
   return b;
 }
 

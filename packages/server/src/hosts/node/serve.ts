@@ -18,6 +18,7 @@ import type { LocalStreamService } from '../../engine/service.js';
 import { ErasedPurger } from './purge.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
+import { checkCorsConfig, corsHook, type CorsConfig } from '../../http/cors.js';
 import { parseTokensFile } from '../../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
@@ -44,6 +45,7 @@ import { VERSION } from '../../version.js';
 
 export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
 export { compactDataFolder, type CompactReport } from './compact.js';
+export { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;
@@ -70,6 +72,8 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   headersTimeoutMs?: number;
   /** How long `close()` waits for requests in flight to be answered before it cuts them (default 10 s; protocol §16.9). */
   shutdownGraceMs?: number;
+  /** Cross-origin requests (protocol §1.4; `--cors-origin`): off without it. */
+  cors?: CorsConfig;
   /** Free bytes under the data folder, for `/readyz` (tests; default statfs). */
   freeBytes?(dir: string): number;
 }
@@ -123,6 +127,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         'Pass --tokens FILE (lines "TOKEN PROJECT_ID") or listen on 127.0.0.1.',
     );
   }
+  const cors = options.cors !== undefined && options.cors.origins.length > 0 ? options.cors : undefined;
+  if (cors) checkCorsConfig(cors, tokens !== null);
   const dataDir = resolve(options.data ?? Defaults.data);
   mkdirSync(dataDir, { recursive: true });
   const unlock = lockDataFolder(dataDir);
@@ -199,7 +205,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   /** Aborted when close() begins: live SSE answers end cleanly. */
   const stopping = new AbortController();
   // Every entrance (the app, the native append path, the front) reports to the same hooks.
-  const hooks = composeRequestHooks([metricsHook(metrics)], logger);
+  const hooks = composeRequestHooks([metricsHook(metrics), ...(cors ? [corsHook(cors)] : [])], logger);
   const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
   const app = createApp({
     service,

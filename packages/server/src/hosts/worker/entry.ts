@@ -30,11 +30,12 @@ import { createServerMetrics } from '../../engine/metrics.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
+import { corsHook } from '../../http/cors.js';
 import { authenticate } from '../../http/auth.js';
 import { consoleLogger, errorResponse } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
 import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
-import { maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
+import { corsOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
 import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
 import { durableStreamService } from './service.js';
@@ -49,6 +50,7 @@ let app: Hono | undefined;
 function appFor(env: WorkerEnv): Hono {
   if (!app) {
     const metrics = createServerMetrics();
+    const cors = corsOf(env);
     app = createApp({
       service: durableStreamService(env, metrics),
       tokens: tokensOf(env),
@@ -56,7 +58,7 @@ function appFor(env: WorkerEnv): Hono {
       maxBodyBytes: maxBodyBytesOf(env),
       version: VERSION,
       logger,
-      hooks: composeRequestHooks([metricsHook(metrics)], logger),
+      hooks: composeRequestHooks([metricsHook(metrics), ...(cors ? [corsHook(cors)] : [])], logger),
     });
   }
   return app;

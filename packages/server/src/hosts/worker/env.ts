@@ -4,9 +4,10 @@
  * host builds from its flags (protocol §16.1). Names of Durable Objects live here too, so that every
  * caller names an object the same way.
  */
-import { Defaults } from '@rivulet/contract';
+import { Defaults, RivuletError } from '@rivulet/contract';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { parseTokensFile, type TokenTable } from '../../http/auth.js';
+import { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
 import type { HubObjectApi, IndexObjectApi, StreamObjectApi } from './api.js';
 
 /** What a Durable Object namespace binding offers the host (developers.cloudflare.com, namespace API). */
@@ -39,6 +40,10 @@ export interface WorkerEnv {
   RIVULET_MAX_BODY_BYTES?: string;
   RIVULET_MAX_CORE_STATE_BYTES?: string;
   RIVULET_EPHEMERAL_RETENTION_COUNT?: string;
+  /** Origins answered cross-origin, comma-separated, or `*` (protocol §1.4; `--cors-origin`). */
+  RIVULET_CORS_ORIGIN?: string;
+  /** "true" allows RIVULET_CORS_ORIGIN `*` although tokens are configured. */
+  RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS?: string;
 }
 
 export const streamObjectName = (projectId: string | null, path: string): string => JSON.stringify([projectId, path]);
@@ -68,6 +73,22 @@ export function tokensOf(env: WorkerEnv): TokenTable | null {
 export function openModeRefusal(env: WorkerEnv): string | null {
   if (env.RIVULET_TOKENS || bool(env, 'RIVULET_OPEN') === true) return null;
   return 'this deployment has no tokens: set them with `wrangler secret put RIVULET_TOKENS` (lines "TOKEN PROJECT_ID"), or set RIVULET_OPEN = "true" for local development only';
+}
+
+/**
+ * CORS from RIVULET_CORS_ORIGIN, or undefined without it. A setting that cannot be served makes
+ * every request `UNAVAILABLE`, naming the variable, as the flag makes `rivulet serve` refuse to start.
+ */
+export function corsOf(env: WorkerEnv): CorsConfig | undefined {
+  const origins = env.RIVULET_CORS_ORIGIN;
+  if (origins === undefined || origins === '') return undefined;
+  try {
+    const cors = { origins: parseCorsOrigins(origins), allowAnyOriginWithTokens: bool(env, 'RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS') === true };
+    checkCorsConfig(cors, Boolean(env.RIVULET_TOKENS));
+    return cors;
+  } catch (error) {
+    throw new RivuletError('UNAVAILABLE', `RIVULET_CORS_ORIGIN: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /**
