@@ -6,17 +6,19 @@ import { z } from 'zod';
 import { Limits } from './limits.js';
 import type { CommittedEvent } from './events.js';
 
-const intParam = (name: string, min: number) =>
+const intParam = (name: string, min: number, max?: number) =>
   z
     .string()
     .regex(/^\d{1,16}$/, `${name} must be a non-negative integer`)
+    // What a query value means once parsed: generated clients then take a number (protocol §15.3).
+    .meta({ type: 'integer', minimum: min, ...(max === undefined ? {} : { maximum: max }), pattern: undefined })
     .transform(Number)
     .pipe(z.int(`${name} must be a safe integer`).min(min, `${name} must be at least ${min}`));
 
 export const ReadQuerySchema = z.strictObject({
   afterOffset: intParam('afterOffset', 0).optional(),
   beforeOffset: intParam('beforeOffset', 1).optional(),
-  limit: intParam('limit', 1)
+  limit: intParam('limit', 1, Limits.readPageMax)
     .pipe(z.int().max(Limits.readPageMax, `limit must be at most ${Limits.readPageMax}`))
     .optional(),
   eventTypes: z.string().min(1).max(16_384).optional(),
@@ -32,7 +34,7 @@ export const ReadQuerySchema = z.strictObject({
 
 export const ListQuerySchema = z.strictObject({
   prefix: z.string().min(1).max(Limits.pathMaxLength * 3).optional(),
-  limit: intParam('limit', 1).pipe(z.int().max(10_000, 'limit must be at most 10000')).optional(),
+  limit: intParam('limit', 1, 10_000).pipe(z.int().max(10_000, 'limit must be at most 10000')).optional(),
   after: z.string().min(1).max(Limits.pathMaxLength * 3).optional(),
 });
 
