@@ -39,6 +39,7 @@ const workerE2e = [
   'processors-registration',
   'processors-protocol',
   'expression-budgets',
+  'read-etag',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

@@ -17,6 +17,7 @@ import type { StreamService } from '../engine/service.js';
 import type { Principal } from './auth.js';
 import { readJsonBody } from './body.js';
 import { sseResponse, type SseHooks } from './sse.js';
+import { noneMatch, pageTag, type PageQuery } from './page-tag.js';
 import type { StreamAddress } from './stream-url.js';
 import type { HeaderReader } from './request-headers.js';
 
@@ -51,10 +52,15 @@ export function json(body: unknown, status = 200): Response {
   });
 }
 
-function readResponse(result: ReadRawResult): Response {
+/** A read page (protocol §5.1), with its tag when it can no longer change, or 304 (§5.3). */
+function readResponse(result: ReadRawResult, query: PageQuery, ifNoneMatch: string | null): Response {
+  const tag = pageTag(result, query);
+  if (tag !== undefined && noneMatch(ifNoneMatch, tag)) return new Response(null, { status: 304, headers: { etag: tag } });
   const events = result.events.map((e) => e.json).join(',');
   const text = `{"streamId":${JSON.stringify(result.streamId)},"streamMaxOffset":${result.streamMaxOffset},"events":[${events}]}`;
-  return new Response(text, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  if (tag !== undefined) headers.etag = tag;
+  return new Response(text, { status: 200, headers });
 }
 
 /**
@@ -155,14 +161,14 @@ export async function handleStreamRequest(
           options.sse,
         );
       }
-      const result = await service.read(projectId, address.path, {
+      const page = {
         afterOffset: q.afterOffset ?? 0,
         beforeOffset: q.beforeOffset,
         limit: q.limit ?? 500,
         includeEphemeral: q.includeEphemeral === 'true',
         eventTypes,
-      });
-      return readResponse(result);
+      };
+      return readResponse(await service.read(projectId, address.path, page), page, headers.get('if-none-match'));
     }
     case 'DELETE': {
       refuseQuery(url, 'DELETE /v1/streams/{path}');
