@@ -21,14 +21,19 @@ import {
   type WaitForEventResponse,
 } from '@rivulet/contract';
 import { HttpClient, type FetchLike } from './http.js';
+import { checkRetryable, withRetry, type RetryOptions } from './retry.js';
+import type { TokenSource } from './token.js';
 import { tailEvents, type TailOptions } from './tail.js';
 import { apiUrl, streamUrl } from './urls.js';
 
 export interface ClientOptions {
   /** Base URL of the server, e.g. "http://127.0.0.1:7420" (a path prefix is kept). */
   url: string;
-  /** Sent as `Authorization: Bearer <token>`. */
-  token?: string | undefined;
+  /**
+   * Sent as `Authorization: Bearer <token>`. A function is asked for the current token before
+   * every request (a refresh); its failure rejects that call unchanged.
+   */
+  token?: TokenSource | undefined;
   /** Sent as `X-Project-Id` (an admin token acting for one project). */
   projectId?: string | undefined;
   /** Defaults to the global fetch. */
@@ -36,7 +41,16 @@ export interface ClientOptions {
 }
 
 export interface CallOptions {
+  /** Ends the call (and any retry wait); `AbortSignal.timeout(ms)` gives a call a deadline. */
   signal?: AbortSignal | undefined;
+}
+
+export interface AppendOptions extends CallOptions {
+  /**
+   * Send again when the server could not be reached or answered UNAVAILABLE (retry.ts). Only with
+   * an idempotencyKey on every event (refused with INVALID_INPUT otherwise).
+   */
+  retry?: boolean | RetryOptions | undefined;
 }
 
 /** An event to append; `source` is platform-authored and refused from public callers. */
@@ -103,7 +117,7 @@ export type UnsubscribeResponse =
 export interface RivuletClient {
   readonly url: string;
   /** Appends one event, or an array atomically; answers the committed events in input order. */
-  append(path: string, events: AppendEvent | readonly AppendEvent[], options?: CallOptions): Promise<CommittedEvent[]>;
+  append(path: string, events: AppendEvent | readonly AppendEvent[], options?: AppendOptions): Promise<CommittedEvent[]>;
   /** One page of committed events. A stream that does not exist reads as empty and is not created. */
   getEvents(path: string, options?: ReadOptions): Promise<ReadResponse>;
   /** Every page from `afterOffset` to the head (or `beforeOffset`); `limit` is the page size. */
@@ -295,8 +309,11 @@ export function createClient(options: ClientOptions): RivuletClient {
     url: base,
     async append(path, events, o) {
       const url = streamUrl(base, path);
-      const response = await http.json<AppendResponse>('POST', url, { body: events, ...signalOf(o) });
-      return response.events;
+      const send = () => http.json<AppendResponse>('POST', url, { body: events, ...signalOf(o) });
+      const retry = o?.retry ?? false;
+      if (retry === false) return (await send()).events;
+      checkRetryable(Array.isArray(events) ? events : [events as AppendEvent]);
+      return (await withRetry(retry, o?.signal, send)).events;
     },
     getEvents,
     readPages,

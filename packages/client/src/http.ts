@@ -6,11 +6,13 @@
  */
 import { RivuletError } from '@rivulet/contract';
 import { abortReason, errorFromResponse, networkError } from './errors.js';
+import { currentToken, type TokenSource } from './token.js';
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 export interface HttpOptions {
-  token?: string | undefined;
+  /** A token, or a function asked for the current one before every request (token.ts). */
+  token?: TokenSource | undefined;
   projectId?: string | undefined;
   fetch?: FetchLike | undefined;
 }
@@ -24,6 +26,7 @@ export interface RequestOptions {
 export class HttpClient {
   private readonly fetchImpl: FetchLike;
   private readonly baseHeaders: Record<string, string>;
+  private readonly token: TokenSource | undefined;
 
   constructor(options: HttpOptions) {
     // Browsers throw "Illegal invocation" when fetch runs with a `this` other than the global (or
@@ -31,13 +34,18 @@ export class HttpClient {
     const injected = options.fetch;
     this.fetchImpl = injected ? (input, init) => injected(input, init) : (input, init) => globalThis.fetch(input, init);
     this.baseHeaders = {};
-    if (options.token !== undefined) this.baseHeaders.authorization = `Bearer ${options.token}`;
+    this.token = typeof options.token === 'function' ? options.token : undefined;
+    if (typeof options.token === 'string') this.baseHeaders.authorization = `Bearer ${options.token}`;
     if (options.projectId !== undefined) this.baseHeaders['x-project-id'] = options.projectId;
   }
 
   /** Sends a request and answers the response when its status is 2xx; throws otherwise. */
   async send(method: string, url: string, options: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { ...this.baseHeaders, ...options.headers };
+    if (this.token !== undefined) {
+      options.signal?.throwIfAborted();
+      headers.authorization = `Bearer ${(await currentToken(this.token))!}`;
+    }
     const init: RequestInit = { method, headers };
     if (options.body !== undefined) {
       headers['content-type'] = 'application/json';

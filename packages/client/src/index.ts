@@ -15,6 +15,7 @@ export type {
 export {
   createClient,
   type AppendEvent,
+  type AppendOptions,
   type CallOptions,
   type ClientOptions,
   type DestroyResponse,
@@ -28,6 +29,8 @@ export {
   type UnsubscribeResponse,
 } from './client.js';
 export type { FetchLike } from './http.js';
+export { MAX_RETRY_ATTEMPTS, type RetryOptions } from './retry.js';
+export type { TokenSource } from './token.js';
 export type { ReconnectInfo, ReconnectOptions, TailOptions } from './tail.js';
 export { SseParser, readSse, type SseMessage } from './sse.js';
 export { encodeStreamPath, streamUrl } from './urls.js';

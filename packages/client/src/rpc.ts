@@ -11,11 +11,13 @@ import { RivuletError } from '@rivulet/contract';
 import { newWebSocketRpcSession, type RpcStub } from 'capnweb';
 import { coalesceWrites } from './coalesce.js';
 import type { ItxRootRpc } from './rpc-types.js';
+import { currentToken, type TokenSource } from './token.js';
 
 type WebSocketCtor = new (url: string, options?: unknown) => WebSocket;
 
 export interface ConnectOptions {
-  token?: string | undefined;
+  /** A token, or a function asked for the current one at every connect and reconnect (token.ts). */
+  token?: TokenSource | undefined;
   projectId?: string | undefined;
   /** A WebSocket class to use instead of `ws` (on Node) or the global one (in browsers). */
   WebSocket?: WebSocketCtor | undefined;
@@ -35,7 +37,10 @@ export interface ItxConnection {
   readonly closed: boolean;
 }
 
-function rpcUrl(base: string, options: ConnectOptions, headersPossible: boolean): string {
+/** The options of one connect, its token resolved. */
+type Resolved = Omit<ConnectOptions, 'token'> & { token?: string | undefined };
+
+function rpcUrl(base: string, options: Resolved, headersPossible: boolean): string {
   let url: URL;
   try {
     url = new URL(base);
@@ -70,7 +75,8 @@ function takesHeaders(Ctor: WebSocketCtor): boolean {
  */
 const IN_NODE = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
-async function openSocket(base: string, options: ConnectOptions): Promise<WebSocket> {
+async function openSocket(base: string, connectOptions: ConnectOptions): Promise<WebSocket> {
+  const options: Resolved = { ...connectOptions, token: await currentToken(connectOptions.token) };
   let Ctor = options.WebSocket ?? loadedWs ?? (IN_NODE ? undefined : (globalThis as { WebSocket?: WebSocketCtor }).WebSocket);
   if (!Ctor) {
     const ws = (await import('ws')) as unknown as { WebSocket: WebSocketCtor };
