@@ -125,7 +125,11 @@ describe('append with retry', () => {
       'INVALID_INPUT',
       'retry.initialDelayMs must be a number of milliseconds ≥ 0, got -1',
     ]);
-    expect(await client.append('/r/options', event, { retry: { attempts: 1 } })).toHaveLength(1);
+    expect(await refusal(client.append('/r/options', event, { retry: { maxDelayMs: Number.NaN } }))).toEqual([
+      'INVALID_INPUT',
+      'retry.maxDelayMs must be a number of milliseconds ≥ 0, got NaN',
+    ]);
+    expect(await client.append('/r/options', event, { retry: { attempts: 1, initialDelayMs: 0, maxDelayMs: 0 } })).toHaveLength(1);
     expect(await client.append('/r/options', event, { retry: { attempts: MAX_RETRY_ATTEMPTS } })).toHaveLength(1);
   });
 

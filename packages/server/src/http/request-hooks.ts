@@ -1,6 +1,6 @@
 /**
- * The one place where work that concerns every request hooks in (the request-duration metric
- * today). Every entrance of a host passes through it: the Hono app (both hosts) for what it
+ * The one place where work that concerns every request hooks in (the request-duration metric, and
+ * CORS when configured: cors.ts). Every entrance of a host passes through it: the Hono app (both hosts) for what it
  * answers, and the append route (append-route.ts) for plain appends, whichever entrance read them
  * (on Node: the connection front, the native node:http path, or the app).
  *

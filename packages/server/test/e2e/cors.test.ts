@@ -85,6 +85,13 @@ describe('answers to an allowed origin', () => {
       await call('GET', '/v1/nothing-here', { ...auth, origin: APP }),
       await call('GET', '/v1/openapi.json', { origin: 'http://localhost:5173' }),
     ];
+    // A live SSE answer too (an EventSource on another origin needs it), ended once its head is here.
+    const controller = new AbortController();
+    const sse = await fetch(`${server.url}/v1/streams/c2/a?live=sse`, { headers: { ...auth, origin: APP }, signal: controller.signal });
+    expect(sse.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(sse.headers.get('access-control-allow-origin')).toBe(APP);
+    controller.abort();
+    await sse.body?.cancel().catch(() => undefined);
     expect(answers.map((a) => a.status)).toEqual([200, 200, 401, 404, 200]);
     for (const [i, answer] of answers.entries()) {
       expect(answer.headers.get('access-control-allow-origin')).toBe(i === 4 ? 'http://localhost:5173' : APP);
