@@ -47,6 +47,10 @@ describe('%2F separates segments', () => {
     const state = await raw(SHOP, 'GET', '/v1/streams/e1%2Forders:state');
     expect(state.status, state.text).toBe(200);
     expect((state.body as { core: { path: string; eventCount: number } }).core).toMatchObject({ path: '/e1/orders', eventCount: 4 });
+    // A POST method after an encoded slash is the method, not an append.
+    const waited = await raw(SHOP, 'POST', '/v1/streams/e1%2Forders:waitForEvent', { afterOffset: 3, timeoutMs: 1000 });
+    expect(waited.status, waited.text).toBe(200);
+    expect((waited.body as { event: { path: string; offset: number } }).event).toMatchObject({ path: '/e1/orders', offset: 4 });
     // Mixed separators, and a deeper path.
     expect(offsets(await raw(SHOP, 'POST', '/v1/streams/e1/a%2Fb/c%2Fd', { type: 'x' }))).toEqual(['/e1/a/b/c/d@2']);
     expect(offsets(await raw(SHOP, 'GET', '/v1/streams/e1%2Fa%2Fb%2Fc%2Fd?afterOffset=1'))).toEqual(['/e1/a/b/c/d@2']);
