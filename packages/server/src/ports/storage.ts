@@ -33,6 +33,21 @@ export interface TransactionOptions {
   singleWrite?: boolean;
 }
 
+/**
+ * What one commit of an adapter that groups transactions took (metrics, protocol §15.2): told after
+ * every commit that reached the database, outside the commit's timing.
+ */
+export interface CommitReport {
+  /** Transactions that joined the group (failed ones included: they shared its commit). */
+  readonly transactions: number;
+  /** The commit, its sync of the log included. */
+  readonly seconds: number;
+  /** The sync of the log alone, or null when this commit did not wait for one. */
+  readonly syncSeconds: number | null;
+}
+
+export type CommitObserver = (report: CommitReport) => void;
+
 export interface SqlStorage {
   exec<R extends object = SqlRow>(sql: string, ...params: SqlValue[]): R[];
   /**

@@ -31,7 +31,7 @@
 import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
 
 export type Durability = 'full' | 'relaxed';
 
@@ -53,6 +53,8 @@ export interface SqliteStorageOptions {
    * header); 0 turns them off. Default 10 ms. Ignored for `:memory:`.
    */
   backgroundSyncMs?: number;
+  /** Told the size and duration of every commit (ports/storage.ts); a throw is ignored. */
+  onCommit?: CommitObserver;
 }
 
 interface Deferred {
@@ -85,6 +87,9 @@ export class SqliteStorage implements SqlStorage {
   private unguardedWrites = -1;
   private group: Deferred | null = null;
   private groupDurable = false;
+  /** Transactions in the open group. */
+  private groupSize = 0;
+  private readonly onCommit: CommitObserver | undefined;
   private readonly syncWal: boolean;
   private walFd: number | null = null;
   /** WAL syncs done (observable by tests and diagnostics). */
@@ -105,6 +110,7 @@ export class SqliteStorage implements SqlStorage {
     const wal = filename !== ':memory:';
     this.syncWal = wal && options.durability !== 'relaxed';
     this.backgroundSyncMs = wal ? (options.backgroundSyncMs ?? 10) : 0;
+    this.onCommit = options.onCommit;
     try {
       if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
       if (wal) this.db.pragma('journal_mode = WAL');
@@ -159,7 +165,10 @@ export class SqliteStorage implements SqlStorage {
 
   transaction<T>(fn: () => T, options?: TransactionOptions): T {
     if (this.closed) throw new Error('storage is closed');
-    if (this.depth === 0 && !this.group) this.openGroup();
+    if (this.depth === 0) {
+      if (!this.group) this.openGroup();
+      this.groupSize++;
+    }
     // Alone in the SQLite transaction (see the header): no savepoint needed.
     const alone = this.depth === 0 && !this.db.inTransaction;
     if (alone) this.statement('BEGIN').run();
@@ -213,6 +222,7 @@ export class SqliteStorage implements SqlStorage {
     const group = this.group;
     this.group = null;
     this.groupDurable = false;
+    this.groupSize = 0;
     this.epoch++;
     group?.reject(error);
   }
@@ -229,15 +239,22 @@ export class SqliteStorage implements SqlStorage {
     this.group = null;
     const durable = this.groupDurable;
     this.groupDurable = false;
+    const transactions = this.groupSize;
+    this.groupSize = 0;
     try {
       // The group's only transaction may have failed and rolled back: nothing to commit then.
       if (!this.db.inTransaction) {
         group.resolve();
         return undefined;
       }
+      const started = this.onCommit ? performance.now() : 0;
       this.statement('COMMIT').run();
-      if (durable && this.syncWal) this.syncWalFile();
-      else if (this.backgroundSyncMs > 0) this.backgroundSync();
+      let syncSeconds: number | null = null;
+      if (durable && this.syncWal) {
+        const syncStarted = this.onCommit ? performance.now() : 0;
+        if (this.syncWalFile() && this.onCommit) syncSeconds = (performance.now() - syncStarted) / 1000;
+      } else if (this.backgroundSyncMs > 0) this.backgroundSync();
+      if (this.onCommit) this.report(transactions, (performance.now() - started) / 1000, syncSeconds);
       group.resolve();
       return undefined;
     } catch (error) {
@@ -252,12 +269,21 @@ export class SqliteStorage implements SqlStorage {
     }
   }
 
-  /** fdatasync of the WAL file: the committed frames are on disk (synchronous=FULL's commit sync). */
-  private syncWalFile(): void {
+  private report(transactions: number, seconds: number, syncSeconds: number | null): void {
+    try {
+      this.onCommit!({ transactions, seconds, syncSeconds });
+    } catch {
+      // An observer's fault must not fail a commit that succeeded.
+    }
+  }
+
+  /** fdatasync of the WAL file: the committed frames are on disk (synchronous=FULL's commit sync). Answers whether it ran. */
+  private syncWalFile(): boolean {
     const fd = this.walDescriptor();
-    if (fd === null) return;
+    if (fd === null) return false;
     fdatasyncSync(fd);
     this.walSyncs++;
+    return true;
   }
 
   /** Starts an fdatasync of the WAL on the thread pool unless one runs or one started lately. */
