@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createServerMetrics, MetricsRegistry } from './metrics.js';
+import { createServerMetrics, methodLabel, MetricsRegistry } from './metrics.js';
 
 /** The sample lines of one metric family (everything but comments). */
 const samples = (text: string, name: string): string[] =>
@@ -129,5 +129,37 @@ describe('Prometheus text rendering', () => {
       expect.arrayContaining(['rivulet_appends_total', 'rivulet_http_request_duration_seconds', 'rivulet_sse_readers', 'rivulet_subscriptions_halted']),
     );
     for (const name of names) expect(name).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*$/);
+  });
+
+  it('scrape appends the text of every source after the registry\'s own families, awaiting async ones', async () => {
+    const r = new MetricsRegistry();
+    r.counter('own_total', 'Own').inc();
+    r.addSource(() => '# TYPE a gauge\na 1\n');
+    r.addSource(async () => '# TYPE b gauge\nb 2\n');
+    expect(await r.scrape()).toBe(`${r.render()}# TYPE a gauge\na 1\n# TYPE b gauge\nb 2\n`);
+    expect(await new MetricsRegistry().scrape()).toBe(new MetricsRegistry().render());
+  });
+
+  it('rivulet_build_info is 1 with the version as its label', () => {
+    expect(samples(createServerMetrics(undefined, { version: '1.2.3' }).registry.render(), 'rivulet_build_info')).toEqual([
+      'rivulet_build_info{version="1.2.3"} 1',
+    ]);
+    expect(samples(createServerMetrics().registry.render(), 'rivulet_build_info')).toEqual(['rivulet_build_info{version="unknown"} 1']);
+  });
+
+  it('the halt and skip counters show 0 for every action before the first one (an increase sees the first)', () => {
+    const metrics = createServerMetrics();
+    const actions = ['copy-to-stream', 'itx-call', 'processor-wake', 'webhook-post'];
+    for (const name of ['rivulet_subscription_halts_total', 'rivulet_subscription_skips_total']) {
+      expect(samples(metrics.registry.render(), name).sort()).toEqual(actions.map((a) => `${name}{action="${a}"} 0`));
+    }
+    metrics.subscriptionHalts.inc({ action: 'webhook-post' });
+    expect(samples(metrics.registry.render(), 'rivulet_subscription_halts_total')).toContain('rivulet_subscription_halts_total{action="webhook-post"} 1');
+    expect(samples(metrics.registry.render(), 'rivulet_subscription_halts_total')).toHaveLength(4);
+  });
+
+  it('methodLabel keeps the common methods and calls every other one other', () => {
+    for (const m of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) expect(methodLabel(m)).toBe(m);
+    for (const m of ['PROPFIND', 'get', 'TRACE', '', 'X'.repeat(100)]) expect(methodLabel(m)).toBe('other');
   });
 });

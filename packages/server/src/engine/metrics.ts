@@ -1,8 +1,12 @@
 /**
  * A small Prometheus registry (text exposition format 0.0.4): counters, gauges and histograms with
- * labels. No dependency on Node, so both hosts share it. Label sets must stay bounded: callers use
- * route templates and enumerations, never raw paths, except where a gauge is capped explicitly.
+ * labels. No dependency on Node, so both hosts share it (decision 006 weighs it against
+ * prom-client). Label sets must stay bounded: callers use route templates and enumerations, never
+ * raw paths, except where a gauge is capped explicitly. A host may add text rendered elsewhere
+ * (`addSource`: the Node host's process and runtime metrics), which `scrape` appends.
  */
+
+import type { ReceiverAction } from '@rivulet/contract';
 
 type Labels = Record<string, string>;
 
@@ -89,8 +93,24 @@ export class Histogram {
 
 type Metric = Counter | Gauge | Histogram;
 
+/** Text in the exposition format from elsewhere, each line ending in a newline. */
+export type MetricsSource = () => string | Promise<string>;
+
 export class MetricsRegistry {
   private readonly metrics: Metric[] = [];
+  private readonly sources: MetricsSource[] = [];
+
+  /** Text that `scrape` appends after this registry's own families. */
+  addSource(source: MetricsSource): void {
+    this.sources.push(source);
+  }
+
+  /** This registry's families, then every source's text: what /metrics answers. */
+  async scrape(): Promise<string> {
+    let text = this.render();
+    for (const source of this.sources) text += await source();
+    return text;
+  }
 
   counter(name: string, help: string): Counter {
     return this.add(new Counter({ name, help, type: 'counter' }));
@@ -133,18 +153,52 @@ export class MetricsRegistry {
   }
 }
 
+/** Seconds, for latencies from milliseconds (deliveries wait out back-offs: up to minutes). */
+const DELIVERY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Only these methods become a label value; anything else is `other` (bounded cardinality). */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** The `method` label of a request: its method when it is a common one, else `other`. */
+export function methodLabel(method: string): string {
+  return METHODS.has(method) ? method : 'other';
+}
+
+/** The receiver actions (protocol §9): counters by action start at 0 for each, so that a rate or increase sees the first one. */
+const ACTIONS: readonly ReceiverAction[] = ['copy-to-stream', 'webhook-post', 'itx-call', 'processor-wake'];
+
+function byAction(counter: Counter): Counter {
+  for (const action of ACTIONS) counter.inc({ action }, 0);
+  return counter;
+}
+
+export interface ServerMetricsOptions {
+  /** The server's version, for `rivulet_build_info{version}`. */
+  version?: string;
+}
+
 /** The metrics every host exposes (protocol §15.2). */
-export function createServerMetrics(registry = new MetricsRegistry()) {
+export function createServerMetrics(registry = new MetricsRegistry(), options: ServerMetricsOptions = {}) {
+  const buildInfo = registry.gauge('rivulet_build_info', 'Always 1; the label names the running version');
+  buildInfo.set(1, { version: options.version ?? 'unknown' });
   return {
     registry,
     appends: registry.counter('rivulet_appends_total', 'Append requests committed'),
     appendedEvents: registry.counter('rivulet_appended_events_total', 'Events committed by appends (platform facts included)'),
     appendedBytes: registry.counter('rivulet_appended_bytes_total', 'Bytes of committed events as JSON'),
     appendRejections: registry.counter('rivulet_append_rejections_total', 'Appends rejected, by error code'),
-    httpDuration: registry.histogram('rivulet_http_request_duration_seconds', 'HTTP request latency by route template'),
+    httpDuration: registry.histogram('rivulet_http_request_duration_seconds', 'HTTP request latency by method, route template and status'),
     sseReaders: registry.gauge('rivulet_sse_readers', 'Open SSE tail responses'),
     deliveries: registry.counter('rivulet_deliveries_total', 'Receiver calls by action and outcome'),
     subscriptionsHalted: registry.gauge('rivulet_subscriptions_halted', 'Durable subscriptions currently halted'),
+    subscriptionHalts: byAction(registry.counter('rivulet_subscription_halts_total', 'Subscriptions halted by failed deliveries, by action')),
+    subscriptionSkips: byAction(registry.counter('rivulet_subscription_skips_total', 'Events skipped after failing alone, by action')),
+    deliveryLatency: registry.histogram(
+      'rivulet_delivery_latency_seconds',
+      'From the commit of an event to its acknowledgement by the receiver, by action',
+      DELIVERY_BUCKETS,
+    ),
+    liveConnections: registry.gauge('rivulet_live_connections', 'Open live connections (openConnection and waitForEvent)'),
     subscriptionLag: registry.gauge('rivulet_subscription_lag_events', 'Events a subscription is behind its source head (largest 100)'),
   };
 }

@@ -196,12 +196,12 @@ export function createApp(options: AppOptions): Hono {
     );
   });
 
-  app.get('/metrics', (c) => {
+  app.get('/metrics', async (c) => {
     // The text names every project's streams and subscription keys (the lag gauge): admin only.
     if (!authenticate(c.req.raw.headers, options.tokens).admin) {
       throw new RivuletError('FORBIDDEN', '/metrics describes every project on this server: it needs an admin token (project "*")');
     }
-    return c.body(metrics.registry.render(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return c.body(await metrics.registry.scrape(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 
   app.get(STREAMS_PREFIX, (c) =>

@@ -74,12 +74,26 @@ describe('composing request hooks', () => {
     expect(errors).toHaveLength(5);
   });
 
-  it('metricsHook records the duration in seconds under the route and status', () => {
+  it('metricsHook records the duration in seconds under method, route template and status, as separate labels', () => {
     const metrics = createServerMetrics();
     composeRequestHooks([metricsHook(metrics)], recordingLogger().logger).onAnswered(answered);
-    const series = metrics.httpDuration.series.get('route="POST /v1/streams/{path}",status="200"');
+    const series = metrics.httpDuration.series.get('method="POST",route="/v1/streams/{path}",status="200"');
     expect(series?.count).toBe(1);
     expect(series?.sum).toBeCloseTo(0.0015, 9);
+    expect(metrics.httpDuration.series.size).toBe(1);
+  });
+
+  it('metricsHook: an uncommon method is labelled other; a route that does not start with its method is kept whole', () => {
+    const metrics = createServerMetrics();
+    const hooks = composeRequestHooks([metricsHook(metrics)], recordingLogger().logger);
+    hooks.onAnswered({ ...answered, method: 'PROPFIND', route: 'PROPFIND /*', status: 404 });
+    hooks.onAnswered({ ...answered, method: 'GET', route: 'GETX /odd', status: 404 });
+    hooks.onAnswered({ ...answered, method: 'HEAD', route: 'HEAD /v1/streams/{path}', status: 200 });
+    expect([...metrics.httpDuration.series.keys()]).toEqual([
+      'method="other",route="/*",status="404"',
+      'method="GET",route="GETX /odd",status="404"',
+      'method="HEAD",route="/v1/streams/{path}",status="200"',
+    ]);
   });
 });
 
@@ -178,8 +192,8 @@ describe('the Hono app tells the hooks every answered request', () => {
     await app.fetch(new Request('http://localhost/v1/streams/a', { method: 'POST', headers: json, body: '{"type":"t/x"}' }));
     await app.fetch(new Request('http://localhost/healthz'));
     expect([...metrics.httpDuration.series.keys()]).toEqual([
-      'route="POST /v1/streams/{path}",status="200"',
-      'route="GET /healthz",status="200"',
+      'method="POST",route="/v1/streams/{path}",status="200"',
+      'method="GET",route="/healthz",status="200"',
     ]);
   });
 });

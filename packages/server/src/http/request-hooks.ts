@@ -9,7 +9,7 @@
  * logged and skipped; the answer is not changed by it.
  */
 import type { ErrorCode, RivuletError } from '@rivulet/contract';
-import type { ServerMetrics } from '../engine/metrics.js';
+import { methodLabel, type ServerMetrics } from '../engine/metrics.js';
 import type { ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
 
@@ -135,10 +135,17 @@ export function composeRequestHooks(hooks: readonly RequestHook[], logger: Error
   return { onAnswered, answerHeaders, preflight };
 }
 
-/** `rivulet_http_request_duration_seconds` by route template and status (protocol §15.2). */
+/**
+ * `rivulet_http_request_duration_seconds` by method, route template and status (protocol §15.2).
+ * `route` of an answered request starts with its method (`POST /v1/streams/{path}`); the label is
+ * the template alone, so that method and route can be grouped by separately.
+ */
 export function metricsHook(metrics: ServerMetrics): RequestHook {
   return {
-    onAnswered: (answered) =>
-      metrics.httpDuration.observe(answered.durationMs / 1000, { route: answered.route, status: String(answered.status) }),
+    onAnswered: (answered) => {
+      const { method, route } = answered;
+      const template = route.startsWith(method) && route.charCodeAt(method.length) === 32 ? route.slice(method.length + 1) : route;
+      metrics.httpDuration.observe(answered.durationMs / 1000, { method: methodLabel(method), route: template, status: String(answered.status) });
+    },
   };
 }

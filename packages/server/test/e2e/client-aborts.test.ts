@@ -42,8 +42,9 @@ async function cutShort(before: string, head: string): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
-function count(metrics: string, route: string, status: string): number {
-  const line = metrics.split('\n').find((l) => l.startsWith(`rivulet_http_request_duration_seconds_count{route="${route}",status="${status}"}`));
+function count(metrics: string, method: string, route: string, status: string): number {
+  const labels = `method="${method}",route="${route}",status="${status}"`;
+  const line = metrics.split('\n').find((l) => l.startsWith(`rivulet_http_request_duration_seconds_count{${labels}}`));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
@@ -58,8 +59,8 @@ describe('client aborts', () => {
 
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(errors).toEqual([]);
-    expect(count(metrics, 'POST /v1/streams/{path}:subscribeToEventsFrom', '499')).toBe(1);
-    expect(count(metrics, 'POST /v1/streams/{path}', '499')).toBe(1);
+    expect(count(metrics, 'POST', '/v1/streams/{path}:subscribeToEventsFrom', '499')).toBe(1);
+    expect(count(metrics, 'POST', '/v1/streams/{path}', '499')).toBe(1);
     expect(metrics).not.toMatch(/status="500"/);
     expect(warnings).toEqual([
       'rivulet: POST /v1/streams/{path}:subscribeToEventsFrom: the client closed the connection before its request had arrived',

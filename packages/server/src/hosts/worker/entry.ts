@@ -49,7 +49,7 @@ let app: Hono | undefined;
 
 function appFor(env: WorkerEnv): Hono {
   if (!app) {
-    const metrics = createServerMetrics();
+    const metrics = createServerMetrics(undefined, { version: VERSION });
     const cors = corsOf(env);
     app = createApp({
       service: durableStreamService(env, metrics),
