@@ -126,6 +126,7 @@ export function composeEngine(options: EngineOptions): Engine {
     log,
     ...(options.connectionLimits ? { connectionLimits: options.connectionLimits } : {}),
   });
+  metrics.liveConnections.collect = () => [{ labels: {}, value: service.connections.size }];
   return {
     store,
     registry,

@@ -321,7 +321,9 @@ export class ProcessorDriver {
     if (outcome.kind === 'judged' && outcome.judged.kind === 'progress') {
       loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
       hosted.checkpoint = outcome.judged.checkpoint;
-      loop.actor.subscriptions.measure(key, Math.max(0, finished - Date.parse(event.createdAt)), finished - started);
+      const completion = Math.max(0, finished - Date.parse(event.createdAt));
+      loop.actor.subscriptions.measure(key, completion, finished - started);
+      loop.metrics?.deliveryLatency.observe(completion / 1000, { action: 'processor-wake' });
       loop.actor.subscriptions.update(succeeded(row, outcome.judged.checkpoint, committedJson(event).length));
       return;
     }

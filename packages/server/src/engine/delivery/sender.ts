@@ -323,8 +323,9 @@ export class StreamSender implements SendLoop {
       await this.failures.failed(key, entry, flight, { kind: outcome.kind, batchSize: prepared.delivered.length, firstOffset: first }, outcome.error);
       return STOP;
     }
-    const completion = finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt);
-    this.actor.subscriptions.measure(key, Math.max(0, completion), finished - started);
+    const completion = Math.max(0, finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt));
+    this.actor.subscriptions.measure(key, completion, finished - started);
+    this.deps.metrics?.deliveryLatency.observe(completion / 1000, { action });
     const cursor = Math.max(current.cursor, prepared.cursorAfter);
     const done = succeeded(current, cursor, prepared.bytes);
     if (next === undefined || cursor >= this.actor.durableHead) {
