@@ -23,6 +23,7 @@ import { parseTokensFile } from '../../http/auth.js';
 import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
+import { nodeMetrics } from './node-metrics.js';
 import type { HostResolver } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
 import { loadWebhookSecret } from './webhook-secret.js';
@@ -134,10 +135,13 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const unlock = lockDataFolder(dataDir);
   let storage: SqliteStorage;
   let webhookSecret: string;
+  const metrics = createServerMetrics(undefined, { version: VERSION });
+  // Read at scrape time, once the RPC endpoint is attached below.
+  const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
     // The data folder is locked to this process, so the database may hold its locks (exclusive).
-    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true });
+    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true, onCommit });
     openSchema(storage);
   } catch (error) {
     unlock();
@@ -154,7 +158,6 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   }
   // Calls are timed in memory here; the stored watchdog only has to cover them (protocol §12.7).
   if (options.watchdogLeaseMs === undefined) config.watchdogLeaseMs = config.deliveryTimeoutMs;
-  const metrics = createServerMetrics();
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
   const logger = options.logger ?? consoleLogger;
