@@ -40,6 +40,7 @@ const workerE2e = [
   'processors-protocol',
   'expression-budgets',
   'read-etag',
+  'metrics-alerting',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child
