@@ -237,6 +237,8 @@ export class SubscriptionRuntime {
 
   /** Persists what changed in memory only (quiet cursor moves, results, measurements). */
   persistDirty(): void {
+    // Nothing to write: /metrics asks every loaded actor at each scrape (engine/compose.ts).
+    if (this.dirty.size === 0 && this.statsDirty.size === 0 && this.cancelFlush === undefined) return;
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     const keys = new Set([...this.dirty, ...this.statsDirty]);
