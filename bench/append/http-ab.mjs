@@ -65,7 +65,7 @@ function drive(port, ms) {
 const servers = [];
 for (const arg of positionals) {
   const [name, dir] = arg.split('=');
-  const { startNodeServer } = await import(pathToFileURL(join(resolve(dir), 'hosts', 'node.js')).href);
+  const { startNodeServer } = await import(pathToFileURL(join(resolve(dir), 'hosts', 'node', 'serve.js')).href);
   const data = mkdtempSync(join(tmpdir(), 'rivulet-http-ab-'));
   const server = await startNodeServer({ port: 0, host: '127.0.0.1', data, durability: 'relaxed' });
   const port = Number(new URL(server.url).port);
