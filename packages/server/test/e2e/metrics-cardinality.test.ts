@@ -9,8 +9,7 @@
  * keeps its own delivery metrics (docs/cloudflare.md §4.2).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventInput } from '@rivulet/contract';
-import type { Api } from '../helpers/http.js';
+import type { Api, EventInput } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 import { EventType, configured, copyTo, eventually, sampleOf, scrape } from '../helpers/subscriptions.js';
 
@@ -52,7 +51,8 @@ async function createStreams(first: number, count: number, events: (i: number) =
   const { service } = server.server;
   for (let start = first; start < first + count; start += parallel) {
     const end = Math.min(start + parallel, first + count);
-    await Promise.all(Array.from({ length: end - start }, (_, k) => service.append(null, `/card/s/${start + k}`, events(start + k))));
+    // The service takes the contract's inputs; these are the same shapes the HTTP helpers send.
+    await Promise.all(Array.from({ length: end - start }, (_, k) => service.append(null, `/card/s/${start + k}`, events(start + k) as Parameters<typeof service.append>[2])));
   }
 }
 
