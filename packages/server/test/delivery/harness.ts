@@ -213,6 +213,8 @@ export class Harness {
   readonly webhook = new FakeReceiver();
   readonly alarms = new RecordingAlarms();
   readonly logs: string[] = [];
+  /** The engine's metrics (test/delivery/metrics.test.ts). */
+  readonly metrics = createServerMetrics();
   readonly store: StreamStore;
   readonly registry: StreamRegistry;
   readonly delivery: DeliveryEngine | null;
@@ -235,7 +237,7 @@ export class Harness {
       clock: systemClock,
       random,
       config: this.config,
-      metrics: createServerMetrics(),
+      metrics: this.metrics,
       logger: {
         error: (message, error) => this.logs.push(`${message}: ${String(error)}`),
         warn: (message) => this.logs.push(message),
