@@ -103,6 +103,12 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
     expect(sampleOf(after, 'rivulet_subscription_halts_total', { action: 'copy-to-stream' })).toBe(0);
     expect(sampleOf(after, 'rivulet_subscriptions_halted')).toBe(1);
     expect(sampleOf(after, 'rivulet_subscription_skips_total', { action: 'webhook-post' })).toBe(0);
+    // The gauge follows the stored rows: a destroyed stream's halted subscription is gone from it;
+    // the counter keeps what happened.
+    await api.destroy('/alerting/halts');
+    const destroyed = await scrape(api);
+    expect(sampleOf(destroyed, 'rivulet_subscriptions_halted')).toBe(0);
+    expect(sampleOf(destroyed, 'rivulet_subscription_halts_total', { action: 'webhook-post' })).toBe(1);
   });
 
   it('rivulet_subscription_skips_total counts an event skipped after failing alone; later events are delivered', async () => {
