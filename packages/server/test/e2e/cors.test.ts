@@ -167,8 +167,8 @@ describe('preflights', () => {
   it('OPTIONS that is not a preflight goes to the routes (NOT_FOUND), and is counted under its own label', async () => {
     expectError(await call('OPTIONS', '/v1/streams/c4/a', { ...auth, origin: APP }), 'NOT_FOUND', 'OPTIONS is not a method of /v1/streams/{path}');
     const metrics = await call('GET', '/metrics', auth);
-    expect(metrics.text).toContain('route="OPTIONS {preflight}",status="204"');
-    expect(metrics.text).toContain('route="OPTIONS {preflight}",status="403"');
+    expect(metrics.text).toContain('method="OPTIONS",route="{preflight}",status="204"');
+    expect(metrics.text).toContain('method="OPTIONS",route="{preflight}",status="403"');
   });
 });
 
