@@ -1,10 +1,12 @@
 /**
  * The SQL schema of the engine, shared by every adapter (one database holds many streams in the
- * Node host; a Durable Object holds one). Format versioning follows protocol §16.4: a database
- * written by another format is refused with instructions, never migrated in place.
+ * Node host; a Durable Object holds one). Format versioning follows protocol §16.4: a database of
+ * an older format is upgraded in place by the steps of migrations.ts, one of a newer format is
+ * refused, naming both.
  */
 import { RivuletError } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations } from './migrations.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -74,22 +76,52 @@ const DDL = [
    )`,
 ];
 
-/** Creates the schema in an empty database, or checks the format of an existing one. */
-export function openSchema(storage: SqlStorage): void {
+export interface OpenSchemaOptions {
+  /**
+   * Called once before an older database is upgraded, outside any transaction (the Node host
+   * copies the database aside there and logs it). Throwing stops the upgrade; nothing is changed.
+   */
+  beforeUpgrade?(from: number, to: number): void;
+}
+
+/** The format a database records, or null when it has none yet (an empty database). */
+export function storedFormat(storage: SqlStorage): number | null {
+  const hasMeta = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'`)[0]!.n;
+  if (!hasMeta) return null;
+  const row = storage.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'format'`)[0];
+  return row ? Number(row.value) : null;
+}
+
+/** Refuses a format this build can neither read nor upgrade (protocol §16.4). */
+function checkReadable(found: number): void {
+  if (found > FORMAT_VERSION) {
+    throw new RivuletError(
+      'UNAVAILABLE',
+      `this data was written by storage format ${found}, newer than format ${FORMAT_VERSION} that this server reads: ` +
+        `run a Rivulet release that reads format ${found} (the one that wrote it, or later) on it. Nothing was changed.`,
+    );
+  }
+  if (!Number.isInteger(found) || found < OLDEST_UPGRADABLE_FORMAT) {
+    throw new RivuletError(
+      'UNAVAILABLE',
+      `this data was written by storage format ${found}; this server reads format ${FORMAT_VERSION} and upgrades only formats ${OLDEST_UPGRADABLE_FORMAT} and later. ` +
+        'Nothing was changed: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
+    );
+  }
+}
+
+/**
+ * Creates the schema in an empty database, upgrades one of an older format (each step in its own
+ * transaction, migrations.ts), or checks the format of a current one.
+ */
+export function openSchema(storage: SqlStorage, options: OpenSchemaOptions = {}): void {
+  const found = storedFormat(storage);
+  if (found !== null && found !== FORMAT_VERSION) {
+    checkReadable(found);
+    options.beforeUpgrade?.(found, FORMAT_VERSION);
+    runMigrations(storage, found, FORMAT_VERSION, MIGRATIONS);
+  }
   storage.transaction(() => {
-    const hasMeta = storage.exec<{ n: number }>(
-      `SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'`,
-    )[0]!.n;
-    if (hasMeta) {
-      const row = storage.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'format'`)[0];
-      if (row && Number(row.value) !== FORMAT_VERSION) {
-        throw new RivuletError(
-          'UNAVAILABLE',
-          `this data was written by storage format ${row.value}; this server reads format ${FORMAT_VERSION}. ` +
-            'Nothing is migrated in place: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
-        );
-      }
-    }
     for (const ddl of DDL) storage.run(ddl);
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)`, String(FORMAT_VERSION));
   });

@@ -1,11 +1,12 @@
 /**
- * Storage format 3 (schema.ts, protocol §16.4-16.5): the format check, and the streams row as a
- * checkpoint that loading completes from the event rows after it. Over both test adapters.
+ * Storage format 3 (schema.ts, protocol §16.5): the streams row as a checkpoint that loading
+ * completes from the event rows after it. Over both test adapters. (The format check and upgrades:
+ * migrations.test.ts.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventType, RivuletError } from '@rivulet/contract';
+import { EventType } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
@@ -14,7 +15,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { systemTimer } from '../ports/timer.js';
 import { StreamActor, type ActorDeps } from './actor.js';
 import { defaultEngineConfig, type EngineConfig } from './config.js';
-import { FORMAT_VERSION, openSchema } from './schema.js';
+import { openSchema } from './schema.js';
 import { CHECKPOINT_EVERY, StreamStore, type StreamStoreOptions } from './stream-store.js';
 
 const cleanups: Array<() => void> = [];
@@ -68,45 +69,6 @@ const checkpointOf = (storage: SqlStorage, path: string) =>
     `SELECT head, event_count, max_offset FROM streams WHERE path = ?`,
     path,
   )[0];
-
-describe('storage format check (protocol §16.4)', () => {
-  const refusal = (found: string) =>
-    `this data was written by storage format ${found}; this server reads format 3. ` +
-    'Nothing is migrated in place: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.';
-
-  it('a new database records format 3, and opens again', async () => {
-    expect(FORMAT_VERSION).toBe(3);
-    const { open } = sqliteFile();
-    const storage = open();
-    openSchema(storage);
-    expect(storage.exec(`SELECT value FROM meta WHERE key = 'format'`)).toEqual([{ value: '3' }]);
-    expect(() => openSchema(storage)).not.toThrow();
-    expect(storage.exec(`SELECT value FROM meta WHERE key = 'format'`)).toEqual([{ value: '3' }]);
-  });
-
-  for (const found of ['2', '4']) {
-    it(`a database of format ${found} is refused with instructions and left as it was`, async () => {
-      const { open } = sqliteFile();
-      const storage = open();
-      storage.transaction(() => {
-        storage.run(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-        storage.run(`INSERT INTO meta (key, value) VALUES ('format', ?)`, found);
-      });
-      const error = (() => {
-        try {
-          openSchema(storage);
-        } catch (e) {
-          return e;
-        }
-        return undefined;
-      })();
-      expect(error).toBeInstanceOf(RivuletError);
-      expect((error as RivuletError).code).toBe('UNAVAILABLE');
-      expect((error as RivuletError).message).toBe(refusal(found));
-      expect(storage.exec(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)).toEqual([{ name: 'meta' }]);
-    });
-  }
-});
 
 describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) => {
   const K = 4;

@@ -14,6 +14,7 @@ import { openSchema } from '../../engine/schema.js';
 import { StreamStore } from '../../engine/stream-store.js';
 import { DATABASE_FILE as DB_FILE, DataFolderInUse, lockDataFolder } from './data-lock.js';
 import { PURGE_CHUNK_ROWS } from './purge.js';
+import { backupBeforeUpgrade } from './upgrade.js';
 
 export interface CompactReport {
   /** Bytes of the database and its WAL before and after. */
@@ -38,11 +39,12 @@ function bytesOf(dir: string): number {
 }
 
 /** The database, opened alone, with its format checked. */
-function openStorage(dir: string): SqliteStorage {
+function openStorage(dir: string, progress?: (line: string) => void): SqliteStorage {
   let storage: SqliteStorage | undefined;
   try {
     storage = new SqliteStorage(join(dir, DB_FILE), { durability: 'full', exclusive: true, groupCommit: false });
-    openSchema(storage);
+    // An older format is upgraded first, as `serve` does it (protocol §16.4).
+    openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dir, { error: () => undefined, warn: (line) => progress?.(line) }) });
     return storage;
   } catch (error) {
     storage?.close();
@@ -68,7 +70,7 @@ export function compactDataFolder(dir: string, options: CompactOptions = {}): Co
   try {
     const bytesBefore = bytesOf(dir);
     let purgedRows = 0;
-    const storage = openStorage(dir);
+    const storage = openStorage(dir, options.progress);
     try {
       const store = new StreamStore(storage);
       purgedRows = store.erasedEventCount();

@@ -16,6 +16,7 @@ import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js
 import { openSchema } from '../../engine/schema.js';
 import type { LocalStreamService } from '../../engine/service.js';
 import { ErasedPurger } from './purge.js';
+import { backupBeforeUpgrade } from './upgrade.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { checkCorsConfig, corsHook, type CorsConfig } from '../../http/cors.js';
@@ -133,7 +134,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const dataDir = resolve(options.data ?? Defaults.data);
   mkdirSync(dataDir, { recursive: true });
   const unlock = lockDataFolder(dataDir);
-  let storage: SqliteStorage;
+  let storage: SqliteStorage | undefined;
   let webhookSecret: string;
   const metrics = createServerMetrics(undefined, { version: VERSION });
   // Read at scrape time, once the RPC endpoint is attached below.
@@ -142,8 +143,10 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
     // The data folder is locked to this process, so the database may hold its locks (exclusive).
     storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true, onCommit });
-    openSchema(storage);
+    // An older format is upgraded in place after a copy is kept (protocol §16.4).
+    openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, options.logger ?? consoleLogger) });
   } catch (error) {
+    storage?.close();
     unlock();
     throw error;
   }

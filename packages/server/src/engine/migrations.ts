@@ -1,0 +1,51 @@
+/**
+ * Upgrades of the storage format (protocol §16.4): an ordered list of steps, each taking a
+ * database from format N to N+1. `openSchema` runs the steps a database needs, each in one
+ * transaction that also records the new format, so a crash mid-upgrade leaves the database at the
+ * last format it fully reached and the next start goes on from there.
+ *
+ * A step must be correct on every adapter (the same SQL runs on all of them) and must keep
+ * everything a server of the older format acknowledged: events, core state, delivery progress.
+ */
+import type { SqlStorage } from '../ports/storage.js';
+
+export interface Migration {
+  /** The format this step reads; it writes `from + 1`. */
+  from: number;
+  /** What changes, for the log line and the docs. */
+  summary: string;
+  apply(storage: SqlStorage): void;
+}
+
+/**
+ * The oldest format a server of this build can still upgrade; anything older is refused. Format 1
+ * (the streams row without its event_count and max_offset columns) lived for a few hours of
+ * development before any release, so no step reads it.
+ */
+export const OLDEST_UPGRADABLE_FORMAT = 2;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    from: 2,
+    // The tables are the same in both formats. In format 2 the streams row's head, event_count and
+    // max_offset are always the current values; format 3 reads them as a checkpoint and adds the
+    // event rows after it. A current value is a checkpoint with nothing after it, so the rows stay
+    // as they are and only the recorded format changes (the table-wide one and each row's).
+    summary: "the streams row's head and counters become a checkpoint (no data is rewritten)",
+    apply(storage) {
+      storage.run(`UPDATE streams SET format = 3 WHERE format = 2`);
+    },
+  },
+];
+
+/** Runs the steps from `from` up to `to`, each in its own transaction with the format it reached. */
+export function runMigrations(storage: SqlStorage, from: number, to: number, steps: readonly Migration[] = MIGRATIONS): void {
+  for (let format = from; format < to; format++) {
+    const step = steps.find((s) => s.from === format);
+    if (!step) throw new Error(`storage: no upgrade step from format ${format}`);
+    storage.transaction(() => {
+      step.apply(storage);
+      storage.run(`UPDATE meta SET value = ? WHERE key = 'format'`, String(format + 1));
+    });
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Upgrading a data folder written by a real server of storage format 2 (test/fixtures/format-2,
+ * made by scripts/make-fixture-format2.mjs; protocol §16.4): the start copies the database aside
+ * first and logs it, then upgrades; every event that server acknowledged reads back, every
+ * stream's state equals the fold of its log, and the copy subscription resumes from its cursor
+ * without copying anything twice. A second start upgrades nothing.
+ */
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { CommittedEvent, CoreState } from '@rivulet/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { reduce } from '../src/core/reduce.js';
+import { startNodeServer, type RunningServer } from '../src/hosts/node/serve.js';
+
+const FIXTURE = new URL('./fixtures/format-2/', import.meta.url);
+interface Manifest {
+  appended: Record<string, number[]>;
+  subscriptions: Array<{ source: string; receiver: string; key: string }>;
+}
+const manifest = JSON.parse(readFileSync(new URL('manifest.json', FIXTURE), 'utf8')) as Manifest;
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function fixtureFolder(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-upgrade-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  copyFileSync(new URL('rivulet.db', FIXTURE), join(dir, 'rivulet.db'));
+  return dir;
+}
+
+async function start(data: string, warnings: string[]): Promise<RunningServer> {
+  const server = await startNodeServer({ port: 0, data, logger: { error: (m, e) => warnings.push(`ERROR ${m} ${String(e)}`), warn: (m) => warnings.push(m) } });
+  cleanups.push(() => server.close());
+  return server;
+}
+
+async function get<T>(server: RunningServer, path: string, project?: string): Promise<T> {
+  const res = await fetch(`${server.url}${path}`, { headers: project ? { 'x-project-id': project } : {} });
+  expect(res.status).toBe(200);
+  return (await res.json()) as T;
+}
+
+/** Every event of a stream, ephemeral ones included, in pages. */
+async function allEvents(server: RunningServer, path: string, project?: string): Promise<CommittedEvent[]> {
+  const events: CommittedEvent[] = [];
+  for (;;) {
+    const after = events.at(-1)?.offset ?? 0;
+    const page = await get<{ events: CommittedEvent[] }>(server, `/v1/streams${path}?afterOffset=${after}&includeEphemeral=true`, project);
+    if (page.events.length === 0) return events;
+    events.push(...page.events);
+  }
+}
+
+const split = (key: string): { project?: string; path: string } => {
+  const slash = key.indexOf('/');
+  return slash === 0 ? { path: key } : { project: key.slice(0, slash), path: key.slice(slash) };
+};
+
+describe('upgrading a format-2 data folder (protocol §16.4)', () => {
+  it('copies the database aside, logs it, upgrades, and keeps every event, state and cursor', async () => {
+    const data = fixtureFolder();
+    const warnings: string[] = [];
+    const server = await start(data, warnings);
+    const copy = join(data, 'rivulet.db.before-upgrade-v2');
+    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 3; the database as it was is kept in ${copy}`]);
+    // The copy is the old database, still format 2, with the same rows as the fixture.
+    const rows = (file: string) => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return { format: db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get(), events: db.prepare('SELECT * FROM events ORDER BY sid, ofs').all() };
+      } finally {
+        db.close();
+      }
+    };
+    const original = rows(new URL('rivulet.db', FIXTURE).pathname);
+    expect(original.format).toEqual({ value: '2' });
+    expect(rows(copy)).toEqual(original);
+    expect(existsSync(`${copy}.partial`)).toBe(false);
+
+    for (const [key, offsets] of Object.entries(manifest.appended)) {
+      const { project, path } = split(key);
+      const events = await allEvents(server, path, project);
+      // Every acknowledged offset reads back (the ephemeral one too: it was not pruned yet).
+      expect(events.map((e) => e.offset)).toEqual(expect.arrayContaining(offsets));
+      expect(events.map((e) => e.offset)).toEqual(events.map((_, i) => i + 1));
+      const folded = events.reduce<CoreState | null>((state, event) => (event.ephemeral ? state : reduce(state, event)), null);
+      const { core } = await get<{ core: CoreState }>(server, `/v1/streams${path}:state`, project);
+      expect(core).toEqual(folded);
+    }
+
+    // The copy subscription resumes after its cursor: new orders are copied once, old ones not again.
+    const [sub] = manifest.subscriptions;
+    const before = await allEvents(server, sub!.receiver);
+    const appended = await fetch(`${server.url}/v1/streams${sub!.source}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ type: 'order.placed', payload: { n: 'after-upgrade-1' } }, { type: 'order.placed', payload: { n: 'after-upgrade-2' } }]),
+    });
+    expect(appended.status).toBe(200);
+    const { events: fresh } = (await appended.json()) as { events: CommittedEvent[] };
+    const source = await allEvents(server, sub!.source);
+    const durableOffsets = source.filter((e) => !e.ephemeral && e.offset > 2).map((e) => e.offset);
+    let copied: number[] = [];
+    for (let waited = 0; waited < 10_000; waited += 10) {
+      const receiver = await allEvents(server, sub!.receiver);
+      copied = receiver.flatMap((e) => (e.source?.copiedFrom ? [e.source.copiedFrom[0]!.offset] : []));
+      if (copied.includes(fresh.at(-1)!.offset)) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(before.length).toBeGreaterThan(0);
+    expect(copied).toEqual(durableOffsets);
+    expect(fresh.map((e) => e.offset)).toEqual([Math.max(...manifest.appended[sub!.source]!) + 1, Math.max(...manifest.appended[sub!.source]!) + 2]);
+  });
+
+  it('a second start finds format 3 and upgrades nothing', async () => {
+    const data = fixtureFolder();
+    const first: string[] = [];
+    const server = await start(data, first);
+    await server.close();
+    rmSync(join(data, 'rivulet.db.before-upgrade-v2'));
+    const second: string[] = [];
+    await start(data, second);
+    expect(first).toHaveLength(1);
+    expect(second).toEqual([]);
+    expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2'))).toBe(false);
+  });
+});
