@@ -1,4 +1,5 @@
 /** The `rivulet` command line: one file per command under commands/. */
+import { RivuletError } from '@rivulet/contract';
 import { processIO, UsageError, type Command, type CommandIO } from './command.js';
 import { appendCommand } from './commands/append.js';
 import { compactCommand } from './commands/compact.js';
@@ -27,6 +28,7 @@ function help(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
   return [
     'Usage: rivulet <command> [options]',
+    '       rivulet --version',
     '',
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -43,6 +45,12 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     io.out(help());
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === '-V') {
+    // The server package knows its release and the storage format it writes (protocol §16.4).
+    const { VERSION, FORMAT_VERSION } = await import('@rivulet/server/node');
+    io.out(`rivulet ${VERSION} (storage format ${FORMAT_VERSION})`);
+    return 0;
+  }
   const command = commands.find((c) => c.name === name);
   if (!command) {
     io.err(`rivulet: unknown command "${name}"\n\n${help()}`);
@@ -54,6 +62,12 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     if (error instanceof UsageError) {
       io.err(`rivulet ${command.name}: ${error.message}\n\n${command.usage}`);
       return 2;
+    }
+    // What the server refuses outside a client call (serve on a data folder of a newer storage
+    // format, say) is one line and exit 1, as a client command reports it (commands/remote.ts).
+    if (error instanceof RivuletError) {
+      io.err(`rivulet ${command.name}: ${error.code} ${error.message}`);
+      return 1;
     }
     throw error;
   }

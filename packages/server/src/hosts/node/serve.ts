@@ -48,6 +48,8 @@ import { VERSION } from '../../version.js';
 export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
 export { compactDataFolder, type CompactReport } from './compact.js';
 export { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
+export { VERSION };
+export { FORMAT_VERSION } from '../../engine/schema.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;
