@@ -2,10 +2,12 @@
 import { RivuletError } from '@rivulet/contract';
 import { processIO, UsageError, type Command, type CommandIO } from './command.js';
 import { appendCommand } from './commands/append.js';
+import { backupCommand } from './commands/backup.js';
 import { compactCommand } from './commands/compact.js';
 import { destroyCommand } from './commands/destroy.js';
 import { lsCommand } from './commands/ls.js';
 import { readCommand } from './commands/read.js';
+import { restoreCommand } from './commands/restore.js';
 import { DEFAULT_URL } from './commands/remote.js';
 import { serveCommand } from './commands/serve.js';
 import { stateCommand } from './commands/state.js';
@@ -22,6 +24,8 @@ export const commands: Command[] = [
   destroyCommand,
   webhookSecretCommand,
   compactCommand,
+  backupCommand,
+  restoreCommand,
 ];
 
 function help(): string {
@@ -33,7 +37,7 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    `Every command but serve, webhook-secret and compact talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
+    `Every command but serve, webhook-secret, compact and restore talks to the server at --url or RIVULET_URL (default ${DEFAULT_URL}),`,
     'with --token / RIVULET_TOKEN and --project / RIVULET_PROJECT, and prints JSON with --json.',
     'Run "rivulet <command> --help" for the options of one command.',
   ].join('\n');

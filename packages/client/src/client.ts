@@ -114,6 +114,15 @@ export type UnsubscribeResponse =
   | { status: 'removed'; subscriptionRemovedEvent: CommittedEvent }
   | { status: 'already-absent' };
 
+/** An online backup being downloaded (protocol §15.5): read `body` to the end to have all of it. */
+export interface BackupDownload {
+  /** The size of the snapshot in bytes (the answer's Content-Length), when the server said it. */
+  bytes: number | null;
+  /** The storage format the snapshot holds, when the server said it. */
+  storageFormat: number | null;
+  body: ReadableStream<Uint8Array>;
+}
+
 export interface RivuletClient {
   readonly url: string;
   /** Appends one event, or an array atomically; answers the committed events in input order. */
@@ -148,6 +157,8 @@ export interface RivuletClient {
   openapi(options?: CallOptions): Promise<Record<string, unknown>>;
   /** The Prometheus text of /metrics. */
   metrics(options?: CallOptions): Promise<string>;
+  /** A consistent snapshot of the server's whole database (admin only; Node host), streamed. */
+  backup(options?: CallOptions): Promise<BackupDownload>;
   /**
    * Copies matching events of `body.sourceStreamPath` into `receivingPath` (protocol §14.1): appends
    * subscription-configured on the source. Without a subscriptionKey, an idempotencyKey is required.
@@ -349,6 +360,16 @@ export function createClient(options: ClientOptions): RivuletClient {
     health: (o) => http.json<{ ok: true }>('GET', apiUrl(base, '/healthz'), signalOf(o)),
     openapi: (o) => http.json<Record<string, unknown>>('GET', apiUrl(base, '/v1/openapi.json'), signalOf(o)),
     metrics: (o) => http.text('GET', apiUrl(base, '/metrics'), signalOf(o)),
+    async backup(o) {
+      const url = apiUrl(base, '/v1/admin/backup');
+      const response = await http.send('POST', url, signalOf(o));
+      if (!response.body) throw new RivuletError('UNAVAILABLE', `the answer from ${url} has no body`);
+      const number = (name: string) => {
+        const value = response.headers.get(name);
+        return value !== null && /^\d+$/.test(value) ? Number(value) : null;
+      };
+      return { bytes: number('content-length'), storageFormat: number('x-rivulet-storage-format'), body: response.body };
+    },
     subscribeToEventsFrom: (path, body, o) => command(path, 'subscribeToEventsFrom', body, o),
     unsubscribeFromEvents: (path, body, o) => command(path, 'unsubscribeFromEvents', body, o),
     setSubscriptionCursor: (path, body, o) => command(path, 'setSubscriptionCursor', body, o),

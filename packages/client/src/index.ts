@@ -16,6 +16,7 @@ export {
   createClient,
   type AppendEvent,
   type AppendOptions,
+  type BackupDownload,
   type CallOptions,
   type ClientOptions,
   type DestroyResponse,

@@ -51,6 +51,11 @@ export interface AppOptions {
    */
   assets?(path: string): Promise<Response | null>;
   /**
+   * An online backup of the whole database (protocol §15.5), on hosts that take one (Node); without
+   * it `POST /v1/admin/backup` is NOT_FOUND.
+   */
+  backup?(): Promise<{ bytes: number; format: number; body: ReadableStream<Uint8Array> }>;
+  /**
    * What every answered request is reported to; the host composes it once and gives the same to
    * its other entrances. Without it, the request-duration metric alone (in `metrics`).
    */
@@ -202,6 +207,26 @@ export function createApp(options: AppOptions): Hono {
       throw new RivuletError('FORBIDDEN', '/metrics describes every project on this server: it needs an admin token (project "*")');
     }
     return c.body(await metrics.registry.scrape(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+  });
+
+  // Online backup (protocol §15.5): every project's data, so admin only, as /metrics.
+  app.post('/v1/admin/backup', async (c) => {
+    if (!authenticate(c.req.raw.headers, options.tokens).admin) {
+      throw new RivuletError('FORBIDDEN', '/v1/admin/backup copies every project on this server: it needs an admin token (project "*")');
+    }
+    if (!options.backup) {
+      throw new RivuletError('NOT_FOUND', 'this host takes no backups through the API (on Cloudflare, use point-in-time recovery of the Durable Objects)');
+    }
+    const snapshot = await options.backup();
+    return new Response(snapshot.body, {
+      status: 200,
+      headers: {
+        'content-type': 'application/vnd.sqlite3',
+        'content-length': String(snapshot.bytes),
+        'content-disposition': 'attachment; filename="rivulet.db"',
+        'x-rivulet-storage-format': String(snapshot.format),
+      },
+    });
   });
 
   app.get(STREAMS_PREFIX, (c) =>

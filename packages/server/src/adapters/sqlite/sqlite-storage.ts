@@ -101,6 +101,9 @@ export class SqliteStorage implements SqlStorage {
   /** Background syncs started (observable by tests and diagnostics). */
   backgroundSyncs = 0;
   private closed = false;
+  /** A backup's first step is due (see backup()): groups commit at the end of their task. */
+  private backupStarting = false;
+  private backupRunning = false;
   epoch = 0;
 
   constructor(filename: string, options: SqliteStorageOptions = {}) {
@@ -229,7 +232,57 @@ export class SqliteStorage implements SqlStorage {
 
   private openGroup(): void {
     this.group = deferred();
-    if (this.groupCommit) setImmediate(() => this.commitGroup());
+    if (!this.groupCommit) return;
+    if (this.backupStarting) queueMicrotask(() => this.commitGroup());
+    else setImmediate(() => this.commitGroup());
+  }
+
+  /**
+   * Copies the whole database into `file` with SQLite's online backup API (better-sqlite3's
+   * `db.backup`), `pagesPerStep` pages per step, one step per event-loop turn, while transactions
+   * go on through this connection (their changes reach the copy too, so it is the database as of
+   * its last step). Answers the copy's size in pages. One backup at a time.
+   *
+   * A step that finds a write transaction open copies nothing (SQLITE_BUSY), and steps run in the
+   * check phase, behind the commit of a group opened in the same turn. So before each step a commit
+   * is queued ahead of it (the progress callback runs just before the next step is queued): the
+   * group the poll phase opened commits first and the step finds none open. Before the first step,
+   * which better-sqlite3 queues itself (and which, finding a transaction open, it would take for
+   * the end), groups commit at the end of the task that opened them instead.
+   */
+  async backup(file: string, pagesPerStep: number): Promise<number> {
+    if (this.closed) throw new Error('storage is closed');
+    if (this.backupRunning) throw new Error('storage: a backup is already running');
+    this.backupRunning = true;
+    this.backupStarting = true;
+    // A group open now would still commit in the check phase: commit it now.
+    if (this.depth === 0) this.commitGroup();
+    try {
+      // The copy starts as an empty database in WAL mode, so each step commits to its WAL without a
+      // sync (better-sqlite3 builds SQLite with synchronous=NORMAL for WAL): a rollback-journal
+      // destination syncs at every step, on the event loop. The finished copy is not synced here.
+      const target = new Database(file);
+      try {
+        target.pragma('journal_mode = WAL');
+      } finally {
+        target.close();
+      }
+      let pages = 0;
+      const result = await this.db.backup(file, {
+        progress: ({ totalPages }) => {
+          this.backupStarting = false;
+          pages = totalPages;
+          setImmediate(() => this.commitGroup());
+          return pagesPerStep;
+        },
+      });
+      pages = Math.max(pages, result.totalPages);
+      if (pages === 0 || !existsSync(file)) throw new Error('the backup copied nothing');
+      return pages;
+    } finally {
+      this.backupStarting = false;
+      this.backupRunning = false;
+    }
   }
 
   /** Commits the open group; answers the error when the commit failed (the group is then rolled back). */

@@ -13,10 +13,11 @@ import { SqliteStorage, type Durability } from '../../adapters/sqlite/sqlite-sto
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { composeEngine, localDirectory } from '../../engine/compose.js';
 import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
-import { openSchema } from '../../engine/schema.js';
+import { FORMAT_VERSION, openSchema } from '../../engine/schema.js';
 import type { LocalStreamService } from '../../engine/service.js';
 import { ErasedPurger } from './purge.js';
 import { backupBeforeUpgrade } from './upgrade.js';
+import { Backups, removeBackupLeftovers } from './backup.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { checkCorsConfig, corsHook, type CorsConfig } from '../../http/cors.js';
@@ -49,6 +50,7 @@ export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js
 export { compactDataFolder, type CompactReport } from './compact.js';
 export { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
 export { VERSION };
+export { checkBackupFile, restoreDataFolder, type BackupFileReport, type RestoreOptions } from './restore.js';
 export { FORMAT_VERSION } from '../../engine/schema.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
@@ -206,6 +208,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     processorWaker: processorWakeReceiver(itx),
   });
   const { delivery, service } = engine;
+  // Online backups through the server's own connection (backup.ts, protocol §15.5).
+  removeBackupLeftovers(dataDir);
+  const backups = new Backups(storage, dataDir, FORMAT_VERSION);
   // A processor host that (re)registers wakes what waited for it, without waiting out the backoff.
   processors.onRegistered((projectId) => delivery.processorHostRegistered(projectId));
   let ready = false;
@@ -227,6 +232,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     stopping: stopping.signal,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
     hooks,
+    backup: () => backups.snapshot(),
   });
 
   // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get
