@@ -55,6 +55,10 @@ export function checkBackupFile(file: string): BackupFileReport {
     format = Number(row.value);
   } catch (error) {
     if (error instanceof RivuletError) throw error;
+    const code = String((error as { code?: unknown }).code ?? '');
+    if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
+      throw new RivuletError('INVALID_INPUT', `${file} is damaged: ${error instanceof Error ? error.message : String(error)}`);
+    }
     throw new RivuletError('INVALID_INPUT', `${file} is not a usable Rivulet backup: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     db?.close();
