@@ -249,6 +249,10 @@ export class SqliteStorage implements SqlStorage {
    * group the poll phase opened commits first and the step finds none open. Before the first step,
    * which better-sqlite3 queues itself (and which, finding a transaction open, it would take for
    * the end), groups commit at the end of the task that opened them instead.
+   *
+   * SQLite syncs the copy at every step (its rollback journal), on the event loop. A copy started
+   * in WAL mode skips those syncs but makes them all at once when it closes: a longer stall in
+   * bench/backup (docs/operations.md "Backups and restore").
    */
   async backup(file: string, pagesPerStep: number): Promise<number> {
     if (this.closed) throw new Error('storage is closed');
@@ -258,15 +262,6 @@ export class SqliteStorage implements SqlStorage {
     // A group open now would still commit in the check phase: commit it now.
     if (this.depth === 0) this.commitGroup();
     try {
-      // The copy starts as an empty database in WAL mode, so each step commits to its WAL without a
-      // sync (better-sqlite3 builds SQLite with synchronous=NORMAL for WAL): a rollback-journal
-      // destination syncs at every step, on the event loop. The finished copy is not synced here.
-      const target = new Database(file);
-      try {
-        target.pragma('journal_mode = WAL');
-      } finally {
-        target.close();
-      }
       let pages = 0;
       const result = await this.db.backup(file, {
         progress: ({ totalPages }) => {
