@@ -78,7 +78,9 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
         db.close();
       }
     };
-    const original = rows(new URL('rivulet.db', FIXTURE).pathname);
+    // Read from a copy: opening a WAL-mode file, even read-only, writes -shm and -wal beside it.
+    const pristine = join(fixtureFolder(), 'rivulet.db');
+    const original = rows(pristine);
     expect(original.format).toEqual({ value: '2' });
     expect(rows(copy)).toEqual(original);
     expect(existsSync(`${copy}.partial`)).toBe(false);
