@@ -5,11 +5,11 @@
  * stream's state equals the fold of its log, and the copy subscription resumes from its cursor
  * without copying anything twice. A second start upgrades nothing.
  */
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { CommittedEvent, CoreState } from '@rivulet/contract';
+import { RivuletError, type CommittedEvent, type CoreState } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reduce } from '../src/core/reduce.js';
 import { compactDataFolder, startNodeServer, type RunningServer } from '../src/hosts/node/serve.js';
@@ -151,5 +151,33 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
       db.close();
     }
     expect(existsSync(copy)).toBe(true);
+  });
+
+  it('refuses to start when the copy cannot be written, and changes nothing', async () => {
+    const data = fixtureFolder();
+    // A folder where the copy should go: the rename onto it fails.
+    mkdirSync(join(data, 'rivulet.db.before-upgrade-v2', 'taken'), { recursive: true });
+    const warnings: string[] = [];
+    const error = await startNodeServer({ port: 0, data, logger: { error: () => undefined, warn: (m) => warnings.push(m) } }).then(
+      () => expect.unreachable(),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RivuletError);
+    expect((error as RivuletError).code).toBe('UNAVAILABLE');
+    expect((error as RivuletError).message).toMatch(
+      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 3: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
+    );
+    expect(warnings).toEqual([]);
+    expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2.partial'))).toBe(false);
+    const db = new Database(join(data, 'rivulet.db'), { readonly: true });
+    try {
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '2' });
+    } finally {
+      db.close();
+    }
+    // The folder is free again: a start after the obstacle is gone upgrades it.
+    rmSync(join(data, 'rivulet.db.before-upgrade-v2'), { recursive: true });
+    await start(data, warnings);
+    expect(warnings).toHaveLength(1);
   });
 });

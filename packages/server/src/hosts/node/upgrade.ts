@@ -5,6 +5,7 @@
  * upgrade does not start and the server does not open the folder.
  */
 import { join } from 'node:path';
+import { RivuletError } from '@rivulet/contract';
 import type { Logger } from '../../ports/logger.js';
 import type { SqliteStorage } from '../../adapters/sqlite/sqlite-storage.js';
 import { DATABASE_FILE } from './data-lock.js';
@@ -19,7 +20,15 @@ export function upgradeBackupFile(dataDir: string, from: number): string {
 export function backupBeforeUpgrade(storage: SqliteStorage, dataDir: string, logger: Logger): (from: number, to: number) => void {
   return (from, to) => {
     const file = upgradeBackupFile(dataDir, from);
-    snapshotInto(storage.db, file);
+    try {
+      snapshotInto(storage.db, file);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new RivuletError(
+        'UNAVAILABLE',
+        `cannot upgrade the data folder ${dataDir} from storage format ${from} to ${to}: the copy of the database could not be written to ${file} (${reason}). Nothing was changed.`,
+      );
+    }
     // The port has no informational level; a format upgrade is worth an operator's notice.
     logger.warn?.(`rivulet: upgrading the data folder ${dataDir} from storage format ${from} to ${to}; the database as it was is kept in ${file}`);
   };
