@@ -15,12 +15,15 @@ export interface CommandIO {
   out(text: string): void;
   err(text: string): void;
   env: NodeJS.ProcessEnv;
+  /** Standard output as a stream, for commands that write much data with backpressure (ndjson/output.ts). */
+  stdout?: NodeJS.WritableStream;
 }
 
 export const processIO: CommandIO = {
   out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
   err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
   env: process.env,
+  stdout: process.stdout,
 };
 
 /** A usage error: printed with the command's usage, exit code 2. */

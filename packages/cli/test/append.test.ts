@@ -144,10 +144,12 @@ describe('rivulet append', () => {
     it('a file that does not exist, is not JSON, or holds no event objects', async () => {
       const missing = await rivulet(t.url, ['append', '/x', '--file', join(files, 'missing.json')]);
       expect([missing.code, missing.err[0]]).toEqual([2, expect.stringContaining('rivulet append: cannot read')]);
-      const notJson = await rivulet(t.url, ['append', '/x', '--file', file('not.json', 'type: a')]);
+      const notJson = await rivulet(t.url, ['append', '/x', '--file', file('not.json', '[{"type": "a"},\n')]);
       expect([notJson.code, notJson.err[0]]).toEqual([2, expect.stringMatching(/not\.json is not valid JSON/)]);
-      const stdinNotJson = await rivulet(t.url, ['append', '/x', '--file', '-'], { readStdin: async () => '' });
-      expect([stdinNotJson.code, stdinNotJson.err[0]]).toEqual([2, expect.stringContaining('standard input is not valid JSON')]);
+      const brokenEvent = await rivulet(t.url, ['append', '/x', '--file', file('broken.json', '{\n  "type": \n}\n')]);
+      expect([brokenEvent.code, brokenEvent.err[0]]).toEqual([2, expect.stringMatching(/broken\.json is not valid JSON/)]);
+      const emptyStdin = await rivulet(t.url, ['append', '/x', '--file', '-'], { readStdin: async () => '\n \n' });
+      expect([emptyStdin.code, emptyStdin.err[0]]).toEqual([2, 'rivulet append: standard input holds no events']);
       const numbers = await rivulet(t.url, ['append', '/x', '--file', file('numbers.json', '[1,2]')]);
       expect([numbers.code, numbers.err[0]]).toEqual([
         2,

@@ -43,16 +43,18 @@ describe('rivulet read', () => {
     expect(all.stderr).toBe('');
   });
 
-  it('prints one JSON document with --json, also across pages', async () => {
+  it('prints one JSON document with --json, and with --all one event per line with its streamId', async () => {
     type Doc = { streamId: string; streamMaxOffset: number; events: { offset: number }[] };
     const one = JSON.parse((await rivulet(t.url, ['read', '/r', '--limit', '2', '--json'])).stdout) as Doc;
     expect(one).toMatchObject({ streamMaxOffset: 12, streamId: expect.any(String) });
     expect(one.events.map((e) => e.offset)).toEqual([1, 2]);
     const run = await rivulet(t.url, ['read', '/r', '--limit', '3', '--all', '--json', '--after', '1']);
-    expect(run.out).toHaveLength(1);
-    const all = JSON.parse(run.stdout) as Doc;
-    expect(all.streamId).toBe(one.streamId);
-    expect(all.events.map((e) => e.offset)).toEqual(range(2, 11));
+    const lines = run.out.map((line) => JSON.parse(line) as { offset: number; streamId: string; path: string; type: string });
+    expect(lines.map((e) => e.offset)).toEqual(range(2, 11));
+    expect(lines.every((e) => e.streamId === one.streamId && e.path === '/r')).toBe(true);
+    expect(lines[0]).toMatchObject({ type: 'a', payload: { i: 0 }, createdAt: expect.any(String) });
+    const none = await rivulet(t.url, ['read', '/nothing', '--all', '--json']);
+    expect([none.code, none.stdout, none.stderr]).toEqual([0, '', '']);
   });
 
   it('tells a person that a stream does not exist, and --json gives the empty document', async () => {

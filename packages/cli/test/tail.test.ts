@@ -33,6 +33,8 @@ describe('rivulet tail', () => {
 
   it('prints NDJSON with --json, from --after, only --types', async () => {
     await client.append('/n', [{ type: 'a' }, { type: 'b' }, { type: 'a' }]);
+    const { streamId } = await client.getEvents('/n', { limit: 1 });
+    expect(streamId).toEqual(expect.any(String));
     const capture = new Capture({ RIVULET_URL: t.url });
     const running = capture.run(['tail', '/n', '--json', '--after', '2', '--types', 'a']);
     await capture.untilOut(1);
@@ -41,11 +43,12 @@ describe('rivulet tail', () => {
     await client.destroy('/n');
     const run = await running;
     expect(run.code).toBe(0);
-    const events = run.out.map((line) => JSON.parse(line) as { offset: number; type: string; path: string });
+    const events = run.out.map((line) => JSON.parse(line) as { offset: number; type: string; path: string; streamId: string });
     expect(events.map((e) => [e.offset, e.type, e.path])).toEqual([
       [4, 'a', '/n'],
       [6, 'a', '/n'],
     ]);
+    expect(events.map((e) => e.streamId)).toEqual([streamId, streamId]);
   });
 
   it('stops cleanly when interrupted', async () => {

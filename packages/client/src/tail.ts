@@ -51,6 +51,8 @@ export interface TailOptions {
   onOpen?(info: { lastOffset: number; reconnected: boolean }): void;
   onReconnect?(info: ReconnectInfo): void;
   onDestroyed?(): void;
+  /** When the tail learns the lifetime it reads (the `stream` frame, or the created event). */
+  onStreamId?(streamId: string): void;
 }
 
 /** Internal marker: this attempt failed in a way worth retrying. */
@@ -151,11 +153,15 @@ export async function* tailEvents(http: HttpClient, url: string, options: TailOp
           }
           if (message.event === 'stream') {
             streamId = parseOpened(message.data) ?? streamId;
+            if (streamId !== null) options.onStreamId?.(streamId);
             continue;
           }
           if (message.event !== 'event') continue;
           const event = parseEvent(message.data);
-          if (event.offset === 1 && typeof event.payload?.streamId === 'string') streamId = event.payload.streamId;
+          if (event.offset === 1 && typeof event.payload?.streamId === 'string') {
+            streamId = event.payload.streamId;
+            options.onStreamId?.(streamId);
+          }
           if (signal?.aborted) return;
           if (event.offset <= lastOffset) continue;
           lastOffset = event.offset;

@@ -1,13 +1,16 @@
-/** `rivulet append`: commit one event, or a file's array of events atomically (protocol §3, §4). */
+/**
+ * `rivulet append`: commit one event, or the events of a file: an array atomically, or NDJSON line
+ * by line in batches (append-file.ts; protocol §3, §4).
+ */
 import type { AppendEvent } from '@rivulet/client';
 import { parse, UsageError, type Command } from '../command.js';
+import { appendFile } from './append-file.js';
 import { eventLines } from './format.js';
 import {
   clientFrom,
   connectionOptions,
   connectionUsage,
   jsonObjectOption,
-  readInput,
   reportErrors,
   type RemoteIO,
 } from './remote.js';
@@ -15,9 +18,16 @@ import {
 const usage = `Usage: rivulet append PATH TYPE [--payload JSON] [--metadata JSON] [--idempotency-key K] [--ephemeral]
        rivulet append PATH --file FILE|-
 
-Appends one event to the stream at PATH (created by its first append), or every event of FILE:
-a JSON object is one event, a JSON array is a batch committed atomically (all or none). "-"
-reads standard input. Prints the committed events.
+Appends one event to the stream at PATH (created by its first append), or every event of FILE
+("-" reads standard input):
+  - a JSON object is one event;
+  - a JSON array is one batch, committed atomically (all or none);
+  - NDJSON, one event per line, is appended in order and in batches; the first line the server
+    refuses stops the command (exit 1) naming its line number: the lines before it are appended,
+    none after it. Lines may be events as appended, or committed events as "rivulet tail --json"
+    and "rivulet read --all --json" print them (their type, payload, metadata and idempotency key
+    are appended again; their control events, events.iterate.com/stream/*, are skipped).
+Prints the committed events (with --json: one document, or for NDJSON one event per line).
 
 Options:
   --payload JSON           the event payload, a JSON object
@@ -30,21 +40,9 @@ ${connectionUsage}
 
 Examples:
   rivulet append /shop/orders order-created --payload '{"id":7}'
-  echo '[{"type":"a"},{"type":"b"}]' | rivulet append /shop/orders --file -`;
-
-function eventsFromFile(text: string, file: string): AppendEvent | AppendEvent[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`${file === '-' ? 'standard input' : file} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
-  if (Array.isArray(value) ? !value.every(isObject) : !isObject(value)) {
-    throw new UsageError('--file must hold one event object or an array of event objects');
-  }
-  return value as AppendEvent | AppendEvent[];
-}
+  echo '[{"type":"a"},{"type":"b"}]' | rivulet append /shop/orders --file -
+  rivulet append /shop/orders --file orders.ndjson
+  rivulet tail /shop/orders --json | rivulet append /shop/orders-mirror --file -`;
 
 export const appendCommand: Command = {
   name: 'append',
@@ -85,8 +83,8 @@ export const appendCommand: Command = {
     }
     const client = clientFrom(values, io.env);
     return reportErrors('append', io, async () => {
-      const input = events ?? eventsFromFile(await readInput(values.file!, io), values.file!);
-      const committed = await client.append(path, input);
+      if (events === undefined) return appendFile(client, path, values.file!, values.json === true, io);
+      const committed = await client.append(path, events);
       if (values.json) io.out(JSON.stringify({ events: committed }));
       else io.out(eventLines(committed).join('\n'));
       return 0;

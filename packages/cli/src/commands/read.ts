@@ -1,10 +1,12 @@
 /**
  * `rivulet read`: one page of committed events, with --all every page up to the head, or with
  * --last N the last N (protocol §5.1; the SDK's latest). Human output streams page by page; --json prints one
- * document shaped like the HTTP answer (with --all: every event, the head of the last page).
+ * document shaped like the HTTP answer, and --all --json one event per line (NDJSON, in constant memory).
  */
-import { LATEST_MAX, type ReadOptions, type ReadResponse } from '@rivulet/client';
+import { LATEST_MAX, type ReadOptions, type ReadResponse, type RivuletClient } from '@rivulet/client';
 import { intOption, parse, UsageError, type Command } from '../command.js';
+import { exportLine } from '../ndjson/events.js';
+import { lineWriter, OutputClosed } from '../ndjson/output.js';
 import { eventLines } from './format.js';
 import {
   clientFrom,
@@ -28,11 +30,17 @@ Options:
   --limit N        events per request, 1–500 (default 500)
   --types a,b      only these event types
   --ephemeral      include ephemeral events still retained
-  --all            read page after page up to the head instead of one page
+  --all            read page after page up to the head instead of one page; with --json,
+                   one event per line with its streamId (NDJSON, as rivulet export writes)
   --last N         the last N matching events (1–${LATEST_MAX}), like tail -n; not with --after,
                    --limit or --all
 
-${connectionUsage}`;
+${connectionUsage}
+
+Examples:
+  rivulet read /shop/orders --after 100 --limit 20
+  rivulet read /shop/orders --all --json > orders.ndjson
+  rivulet read /shop/orders --all --json | rivulet import --file - --to /shop/orders-copy`;
 
 export const readCommand: Command = {
   name: 'read',
@@ -81,17 +89,14 @@ export const readCommand: Command = {
         return 0;
       });
     }
+    if (values.all && values.json) return reportErrors('read', io, () => readAllJson(client, path, options, io));
     return reportErrors('read', io, async () => {
       const pages = values.all ? client.readPages(path, options) : [await client.getEvents(path, options)];
       let document: ReadResponse | undefined;
       let count = 0;
       for await (const page of pages) {
         count += page.events.length;
-        if (values.json) {
-          document = document ? { ...page, streamId: document.streamId, events: [...document.events, ...page.events] } : page;
-        } else if (page.events.length > 0) {
-          io.out(eventLines(page.events).join('\n'));
-        }
+        if (!values.json && page.events.length > 0) io.out(eventLines(page.events).join('\n'));
         document ??= page;
         if (!values.all && !values.json) hintMore(io, path, page, options);
       }
@@ -101,6 +106,22 @@ export const readCommand: Command = {
     });
   },
 };
+
+/** --all --json: NDJSON, page by page with backpressure, each event with its lifetime (docs/operations.md). */
+async function readAllJson(client: RivuletClient, path: string, options: ReadOptions, io: RemoteIO): Promise<number> {
+  const out = lineWriter(io);
+  try {
+    for await (const page of client.readPages(path, options)) {
+      await out.write(page.events.map((event) => exportLine(event, page.streamId)));
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof OutputClosed) return 0;
+    throw error;
+  } finally {
+    out.dispose();
+  }
+}
 
 /** Tells a person that one page was not the whole answer. */
 function hintMore(io: RemoteIO, path: string, page: ReadResponse, options: ReadOptions): void {

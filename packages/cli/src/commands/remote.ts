@@ -4,7 +4,7 @@
  * RivuletError prints `rivulet <cmd>: CODE message` on stderr and exits 1; a UsageError is left
  * to main (usage text, exit 2). All network calls go through @rivulet/client.
  */
-import { readFile } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { createClient, RivuletError, type RivuletClient } from '@rivulet/client';
 import { Defaults, type JsonObject } from '@rivulet/contract';
 import { UsageError, type CommandIO } from '../command.js';
@@ -13,6 +13,8 @@ import { UsageError, type CommandIO } from '../command.js';
 export interface RemoteIO extends CommandIO {
   /** The whole of standard input (for `--file -`). */
   readStdin?(): Promise<string>;
+  /** Standard input as a stream (for `--file -` read line by line); process.stdin by default. */
+  stdin?: Readable;
   /** Stops a long-running command (tail); without it, SIGINT and SIGTERM do. */
   signal?: AbortSignal;
 }
@@ -94,22 +96,6 @@ export function jsonObjectOption(name: string, text: string | undefined): JsonOb
     throw new UsageError(`${name} must be a JSON object, like '{"id":7}'`);
   }
   return value as JsonObject;
-}
-
-async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The text of a file argument; "-" reads standard input. */
-export async function readInput(file: string, io: RemoteIO): Promise<string> {
-  if (file === '-') return (io.readStdin ?? readProcessStdin)();
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
-  }
 }
 
 /** An AbortSignal that fires on the caller's signal, or on Ctrl-C / SIGTERM; `dispose` unhooks. */

@@ -1,9 +1,11 @@
 /**
  * `rivulet tail`: durable replay, then live events, until Ctrl-C or until the stream is destroyed
  * (protocol §5.2). The SDK reconnects after a dropped connection without repeating or
- * skipping an event; this command only says so on stderr. --json prints one event per line.
+ * skipping an event; this command only says so on stderr. --json prints one event per line with
+ * the lifetime it belongs to (docs/operations.md, "Export and import").
  */
 import { intOption, parse, type Command } from '../command.js';
+import { exportLine } from '../ndjson/events.js';
 import { eventLine } from './format.js';
 import {
   clientFrom,
@@ -26,7 +28,12 @@ Options:
   --types a,b      only these event types
 
 ${connectionUsage}
-                   (with --json: one event per line, NDJSON)`;
+                   (with --json: one event per line with its streamId, NDJSON as
+                   rivulet export writes it, which rivulet import and append --file - read)
+
+Examples:
+  rivulet tail /shop/orders --after 100
+  rivulet tail /shop/orders --json | rivulet import --file - --to /shop/orders-copy`;
 
 export const tailCommand: Command = {
   name: 'tail',
@@ -49,6 +56,7 @@ export const tailCommand: Command = {
     const stop = stopSignal(io);
     try {
       return await reportErrors('tail', io, async () => {
+        let streamId: string | undefined;
         const events = client.tail(path, {
           afterOffset,
           ...(eventTypes ? { eventTypes } : {}),
@@ -58,8 +66,11 @@ export const tailCommand: Command = {
               `rivulet tail: ${error ? `connection lost (${error.code} ${error.message})` : 'the server ended the stream (restarting?)'}; reconnecting in ${delayMs} ms (attempt ${attempt})`,
             ),
           onDestroyed: () => io.err(`rivulet tail: stream ${path} was destroyed`),
+          onStreamId: (id) => {
+            streamId = id;
+          },
         });
-        for await (const event of events) io.out(values.json ? JSON.stringify(event) : eventLine(event, 6));
+        for await (const event of events) io.out(values.json ? exportLine(event, streamId) : eventLine(event, 6));
         return 0;
       });
     } finally {
