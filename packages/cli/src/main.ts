@@ -5,6 +5,8 @@ import { appendCommand } from './commands/append.js';
 import { backupCommand } from './commands/backup.js';
 import { compactCommand } from './commands/compact.js';
 import { destroyCommand } from './commands/destroy.js';
+import { exportCommand } from './commands/export.js';
+import { importCommand } from './commands/import.js';
 import { lsCommand } from './commands/ls.js';
 import { readCommand } from './commands/read.js';
 import { restoreCommand } from './commands/restore.js';
@@ -22,6 +24,8 @@ export const commands: Command[] = [
   stateCommand,
   lsCommand,
   destroyCommand,
+  exportCommand,
+  importCommand,
   webhookSecretCommand,
   compactCommand,
   backupCommand,
