@@ -88,8 +88,8 @@ export class Batcher {
       if (!REFUSALS.has(error.code)) {
         throw new LineError(first, `${error.message} (nothing from line ${first} on was appended)`, error.code);
       }
-      // The server names an event of the batch by its index ("events[0]: …"); the line says it better.
-      if (items.length === 1) throw new LineError(first, error.message.replace(/^events\[\d+\](?:\.|: )/, ''), error.code);
+      // The server names an event of the batch by its index ("events[0]: …", "events.[0].type: …"); the line says it better.
+      if (items.length === 1) throw new LineError(first, error.message.replace(/^events\.?\[\d+\](?:\.|: )/, ''), error.code);
       const half = Math.ceil(items.length / 2);
       await this.send(path, items.slice(0, half));
       await this.send(path, items.slice(half));
