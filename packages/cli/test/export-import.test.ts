@@ -80,6 +80,28 @@ describe('rivulet export', () => {
   });
 });
 
+describe('a reader that goes away (rivulet export | head -1)', () => {
+  for (const args of [['export', '/long'], ['read', '/long', '--all', '--json']]) {
+    it(`rivulet ${args.join(' ')} stops quietly with exit code 0`, async () => {
+      await from.append('/long', Array.from({ length: 5000 }, (_, i) => ({ type: 't', payload: { i, text: 'x'.repeat(200) } })));
+      const cli = spawnCli(args, { url: source.url, pipeOut: true });
+      const first = await new Promise<string>((resolve) => {
+        let text = '';
+        cli.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+          text += chunk;
+          if (text.includes('\n')) {
+            cli.child.stdout!.destroy();
+            resolve(text.slice(0, text.indexOf('\n')));
+          }
+        });
+      });
+      expect(JSON.parse(first)).toMatchObject({ offset: 1, path: '/long' });
+      expect(await cli.exit).toBe(0);
+      expect(cli.stderr()).toBe('');
+    });
+  }
+});
+
 describe('rivulet import', () => {
   it('appends the events into another server with their type, payload, metadata and provenance', async () => {
     await from.append('/shop/orders', [{ type: 'a', payload: { n: 1 }, metadata: { m: 1 }, idempotencyKey: 'k1' }, { type: 'b' }]);
