@@ -16,13 +16,13 @@ describe('rivulet --help', () => {
   it('lists every command and the connection variables', async () => {
     const run = await rivulet(t.url, ['--help']);
     expect(run.code).toBe(0);
-    for (const name of ['serve', 'append', 'read', 'tail', 'state', 'ls', 'destroy']) {
+    for (const name of ['serve', 'append', 'read', 'tail', 'state', 'ls', 'destroy', 'export', 'import']) {
       expect(run.stdout).toMatch(new RegExp(`^ {2}${name} +\\S`, 'm'));
     }
     expect(run.stdout).toContain('RIVULET_URL (default http://127.0.0.1:7420)');
   });
 
-  for (const name of ['append', 'read', 'tail', 'state', 'ls', 'destroy']) {
+  for (const name of ['append', 'read', 'tail', 'state', 'ls', 'destroy', 'export', 'import']) {
     it(`rivulet ${name} --help prints its usage with the connection options`, async () => {
       const run = await rivulet(t.url, [name, '--help']);
       expect(run.code).toBe(0);

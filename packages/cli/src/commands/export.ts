@@ -49,7 +49,7 @@ export const exportCommand: Command = {
     const afterOffset = intOption('--after', values.after, 0);
     const client = clientFrom(values, io.env);
     const out = lineWriter(io);
-    const progress = startProgress('export', { unit: 'events' });
+    const progress = startProgress('export', { unit: 'events', ...(io.progress ? { stream: io.progress } : {}) });
     const tally = { events: 0, streams: 0 };
     try {
       return await reportErrors('export', io, async () => {

@@ -112,7 +112,12 @@ export const importCommand: Command = {
     const input = await openInput(values.file, io);
     const queue = new LineQueue(input.stream);
     const bySize = input.size !== undefined;
-    const progress = startProgress('import', { unit: bySize ? 'bytes' : 'lines', quiet: values.json === true, ...(bySize ? { total: input.size } : {}) });
+    const progress = startProgress('import', {
+      unit: bySize ? 'bytes' : 'lines',
+      quiet: values.json === true,
+      ...(bySize ? { total: input.size } : {}),
+      ...(io.progress ? { stream: io.progress } : {}),
+    });
     const tally: ImportTally = { appended: 0, alreadyPresent: 0, streams: 0, skipped: { control: 0, ephemeral: 0 } };
     // The head of each destination before the import touched it, then the highest offset this
     // import was answered: an answered offset above it is new, one at or below it was there.

@@ -15,6 +15,8 @@ export interface RemoteIO extends CommandIO {
   readStdin?(): Promise<string>;
   /** Standard input as a stream (for `--file -` read line by line); process.stdin by default. */
   stdin?: Readable;
+  /** Where progress bars draw (export, import); standard error by default, only if a terminal. */
+  progress?: NodeJS.WriteStream;
   /** Stops a long-running command (tail); without it, SIGINT and SIGTERM do. */
   signal?: AbortSignal;
 }
