@@ -141,6 +141,18 @@ describe('rivulet import', () => {
     expect([after.streamId, after.streamMaxOffset]).toEqual([before.streamId, before.streamMaxOffset + 1]);
   });
 
+  it('takes read --json and read --last --json documents, with the keys an export gives', async () => {
+    await from.append('/doc', [{ type: 'a' }, { type: 'b' }, { type: 'c' }]);
+    const page = await rivulet(source.url, ['read', '/doc', '--json', '--limit', '3']);
+    const first = await rivulet(target.url, ['import', '--file', '-'], { readStdin: async () => page.stdout });
+    expect(first.stdout).toMatch(/^imported 2 event\(s\) into 1 stream\(s\), 0 already there; skipped 1 control/);
+    const last = await rivulet(source.url, ['read', '/doc', '--json', '--last', '2']);
+    const second = await rivulet(target.url, ['import', '--file', '-'], { readStdin: async () => last.stdout });
+    expect(second.stdout).toMatch(/^imported 1 event\(s\) into 1 stream\(s\), 1 already there;/);
+    const again = await rivulet(target.url, ['import', '--file', await exportTo('doc.ndjson', ['/doc'])]);
+    expect(again.stdout).toMatch(/^imported 0 event\(s\) into 1 stream\(s\), 3 already there;/);
+  });
+
   it('a file imported again after it grew appends only the new lines', async () => {
     await from.append('/g', [{ type: 'a' }, { type: 'b' }]);
     await rivulet(target.url, ['import', '--file', await exportTo('g1.ndjson', ['/g'])]);
