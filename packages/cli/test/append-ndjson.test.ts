@@ -124,6 +124,26 @@ describe('rivulet append --file with NDJSON', () => {
   });
 });
 
+describe('a server with a smaller body limit than a batch', () => {
+  it('still appends every line in order, and names a line too large for any body', async () => {
+    const small = await startTestServer({ maxBodyBytes: 16 * 1024, maxEventBytes: 8 * 1024 });
+    try {
+      const lines: unknown[] = Array.from({ length: 600 }, (_, i) => ({ type: 't', payload: { i, text: 'y'.repeat(100) } }));
+      const ok = await rivulet(small.url, ['append', '/s', '--file', file('small-body.ndjson', ndjson(lines)), '--json']);
+      expect(ok.code).toBe(0);
+      const events = (await collect(createClient({ url: small.url }).readAll('/s'))).slice(1);
+      expect(events.map((e) => e.payload?.i)).toEqual(lines.map((_, i) => i));
+      lines[300] = { type: 't', payload: { text: 'z'.repeat(20 * 1024) } };
+      const big = await rivulet(small.url, ['append', '/s2', '--file', file('too-big.ndjson', ndjson(lines))]);
+      expect(big.code).toBe(1);
+      expect(big.err[0]).toMatch(/^rivulet append: line 301: PAYLOAD_TOO_LARGE /);
+      expect(big.err[1]).toBe('rivulet append: 300 event(s) before line 301 were appended, nothing after it');
+    } finally {
+      await small.dispose();
+    }
+  });
+});
+
 describe('shell pipes into append --file -', () => {
   it('rivulet tail A --json | rivulet append B --file - appends live events as they come', async () => {
     await client.append('/a', { type: 'before' });
