@@ -31,6 +31,21 @@ describe('rivulet tail', () => {
     expect(run.stderr).toBe('rivulet tail: stream t was destroyed');
   });
 
+  it('--json names the lifetime of a stream that did not exist when the tail started', async () => {
+    const capture = new Capture({ RIVULET_URL: t.url });
+    const running = capture.run(['tail', '/fresh', '--json']);
+    await client.append('/fresh', { type: 'a' });
+    await capture.untilOut(2);
+    const { streamId } = await client.getEvents('/fresh', { limit: 1 });
+    await client.destroy('/fresh');
+    expect((await running).code).toBe(0);
+    const lines = capture.out.map((line) => JSON.parse(line) as { offset: number; streamId?: string });
+    expect(lines.map((e) => [e.offset, e.streamId])).toEqual([
+      [1, streamId],
+      [2, streamId],
+    ]);
+  });
+
   it('prints NDJSON with --json, from --after, only --types', async () => {
     await client.append('/n', [{ type: 'a' }, { type: 'b' }, { type: 'a' }]);
     const { streamId } = await client.getEvents('/n', { limit: 1 });

@@ -25,7 +25,10 @@ was read (path, streamId, offset, createdAt, and its idempotencyKey if it had on
 idempotency key is "import:" + its source streamId (or path) + ":" + its offset, so importing the
 same file again appends nothing. The first line the server refuses, or that is not an exported
 event, stops the import (exit 1) naming its line number: the lines before it are imported, none
-after it, and running the same import again goes on from there.
+after it, and running the same import again goes on from there. Prints what it did:
+"imported N event(s) into S stream(s), M already there; skipped …" (with --json:
+{"appended", "alreadyPresent", "streams", "skipped": {"control", "ephemeral"}}). A progress bar
+(bytes of FILE, or lines of standard input) is drawn on standard error when it is a terminal.
 
 Control events (events.iterate.com/stream/*) are skipped: replaying a subscription onto another
 server would start its deliveries there. --include-control replays those a caller may append
