@@ -4,4 +4,4 @@ export * from './clock.js';
 export type * from './directory.js';
 export type * from './outbound.js';
 export type * from './itx.js';
-export type * from './logger.js';
+export * from './logger.js';
