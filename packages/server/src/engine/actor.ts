@@ -33,6 +33,8 @@ export interface ActorDeps {
   config: EngineConfig;
   /** Called after every durable commit of this stream (post-commit work; must not throw). */
   afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
+  /** Called after a destroy of an existing lifetime is durable (must not throw). */
+  afterDestroy?(actor: StreamActor): void;
 }
 
 /** Called inside an append's synchronous section, right after its rows are written (before durability). */
@@ -322,6 +324,7 @@ export class StreamActor {
     this.listeners.clear();
     for (const listener of listeners) listener.onDestroyed();
     await this.durable();
+    this.deps.afterDestroy?.(this);
     return true;
   }
 

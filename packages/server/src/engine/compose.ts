@@ -18,6 +18,7 @@ import type { StreamActor } from './actor.js';
 import type { EngineConfig } from './config.js';
 import type { ConnectionLimits } from './connections/index.js';
 import { DeliveryEngine } from './delivery/engine.js';
+import { lifecycleLog } from './lifecycle-log.js';
 import type { ProcessorWaker } from './delivery/processor-port.js';
 import type { Receivers } from './receivers/receiver.js';
 import type { ServerMetrics } from './metrics.js';
@@ -81,6 +82,8 @@ export function composeEngine(options: EngineOptions): Engine {
   const { storage, alarms, timer, clock, random, config, metrics } = options;
   const log = engineLog(options.logger);
   const store = new StreamStore(storage, options.store);
+  // Halts, resumes, cursor sets, skips, drops and destroys, logged from here alone (lifecycle-log.ts).
+  const lifecycle = lifecycleLog(options.logger);
   const delivery = new DeliveryEngine({
     clock,
     random,
@@ -103,7 +106,9 @@ export function composeEngine(options: EngineOptions): Engine {
         metrics.appendedEvents.inc({}, events.length);
         metrics.appendedBytes.inc({}, bytes);
         delivery.poke(actor, events);
+        lifecycle?.committed(actor, events);
       },
+      ...(lifecycle ? { afterDestroy: (actor: StreamActor) => lifecycle.destroyed(actor) } : {}),
     },
     {
       // An actor whose sender still owes or awaits something stays: its sender holds it.

@@ -31,6 +31,7 @@ import { openSchema } from '../../src/engine/schema.js';
 import type { StreamStore } from '../../src/engine/stream-store.js';
 import { nodeAlarms } from '../../src/hosts/node/alarms.js';
 import { systemClock, type Random } from '../../src/ports/clock.js';
+import type { LogFields } from '../../src/ports/logger.js';
 import type { SqlStorage } from '../../src/ports/storage.js';
 import { systemTimer, type AlarmFactory, type StreamAlarm } from '../../src/ports/timer.js';
 
@@ -215,6 +216,8 @@ export class Harness {
   readonly logs: string[] = [];
   /** The engine's metrics (test/delivery/metrics.test.ts). */
   readonly metrics = createServerMetrics();
+  /** The info lines (engine/lifecycle-log.ts): message and fields. */
+  readonly infos: Array<[string, LogFields | undefined]> = [];
   readonly store: StreamStore;
   readonly registry: StreamRegistry;
   readonly delivery: DeliveryEngine | null;
@@ -241,6 +244,7 @@ export class Harness {
       logger: {
         error: (message, error) => this.logs.push(`${message}: ${String(error)}`),
         warn: (message) => this.logs.push(message),
+        info: (message, fields) => this.infos.push([message, fields]),
       },
       receivers: options.copyOnly
         ? { 'copy-to-stream': copy }

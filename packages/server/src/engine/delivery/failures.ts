@@ -97,7 +97,6 @@ export class DeliveryFailures implements FailureHandling {
           );
           // Counted once the halt is stored: a failed append is retried and decides the halt again.
           loop.metrics?.subscriptionHalts.inc({ action: entry.configuration.receiver.action });
-          this.loop.log(`subscription "${key}" of ${actor.path} halted after ${decision.attempts} attempts: ${lastError}`);
         } catch (appendError) {
           this.loop.log(`could not append the halt of ${actor.path} subscription "${key}"`, appendError);
           const still = loop.current(key, flight);
