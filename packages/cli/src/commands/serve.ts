@@ -36,7 +36,15 @@ Options:
   --cors-allow-any-origin-with-tokens
                                allow --cors-origin * although tokens are configured: any web page may then call
                                the server with a token it holds (RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS)
-  -h, --help                   show this help`;
+  --log-level LEVEL            error, warn, info or debug (RIVULET_LOG_LEVEL, default info): info adds start,
+                               shutdown, subscription halts, resumes, cursor sets, skips, drops and destroys
+  --log-format json|pretty     json: one JSON object per line, for a log collector; pretty: readable lines
+                               (RIVULET_LOG_FORMAT; default pretty on a terminal, json otherwise)
+  --log-slow-ms N              log requests slower than N ms at warn (RIVULET_LOG_SLOW_MS, default 1000; 0: never)
+  -h, --help                   show this help
+
+Logs go to standard output. Refused requests worth seeing (bad credentials, limits, invalid input)
+are logged at warn, at most 20 lines a second; the next line says how many were suppressed.`;
 
 type ServerModule = Pick<typeof NodeHost, 'parseCorsOrigins' | 'checkCorsConfig'>;
 
@@ -81,6 +89,9 @@ export const serveCommand: Command = {
       'shutdown-grace-ms': { type: 'string' },
       'cors-origin': { type: 'string' },
       'cors-allow-any-origin-with-tokens': { type: 'boolean' },
+      'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
+      'log-slow-ms': { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -101,8 +112,14 @@ export const serveCommand: Command = {
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
     const nodeHost = await import('@rivulet/server/node');
-    const { startNodeServer, DEFAULT_SHUTDOWN_GRACE_MS } = nodeHost;
+    const { startNodeServer, createNodeLogger, isLogFormat, isLogLevel, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_LOG_LEVEL, DEFAULT_LOG_SLOW_MS } = nodeHost;
     const cors = corsOption(pick('cors-origin', 'RIVULET_CORS_ORIGIN'), values['cors-allow-any-origin-with-tokens'] ?? env.RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS, tokensFile !== undefined && tokensFile !== '', nodeHost);
+    const logLevel = pick('log-level', 'RIVULET_LOG_LEVEL') || DEFAULT_LOG_LEVEL;
+    if (!isLogLevel(logLevel)) throw new UsageError(`--log-level must be "error", "warn", "info" or "debug", got "${logLevel}"`);
+    const logFormat = pick('log-format', 'RIVULET_LOG_FORMAT') || undefined;
+    if (logFormat !== undefined && !isLogFormat(logFormat)) throw new UsageError(`--log-format must be "json" or "pretty", got "${logFormat}"`);
+    const logSlowMs = intOption('--log-slow-ms', pick('log-slow-ms', 'RIVULET_LOG_SLOW_MS'), DEFAULT_LOG_SLOW_MS, 0);
+    const logger = createNodeLogger({ level: logLevel, format: logFormat });
     const shutdownGraceMs = intOption('--shutdown-grace-ms', pick('shutdown-grace-ms', 'RIVULET_SHUTDOWN_GRACE_MS'), DEFAULT_SHUTDOWN_GRACE_MS, 0);
     const server = await startNodeServer({
       port: intOption('--port', pick('port', 'RIVULET_PORT'), Defaults.port),
@@ -130,29 +147,29 @@ export const serveCommand: Command = {
         1,
       ),
       shutdownGraceMs,
+      logger,
+      logSlowMs,
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
       ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
       ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),
     });
-    io.out(
-      `rivulet listening on ${server.url} (data ${server.dataDir}, durability ${durability}${tokensFile ? ', tokens' : ', open mode'})`,
-    );
+    // The start line is the server's own (at info, with version, address, data folder, durability, mode).
     // SIGTERM or SIGINT: drain, then exit (protocol §16.9); a second signal while draining exits at once.
     const forced = await new Promise<boolean>((resolve) => {
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) {
-          io.out(`rivulet: ${signal} again: exiting without waiting for requests in flight`);
+          logger.warn?.(`rivulet: ${signal} again: exiting without waiting for requests in flight`, { signal });
           resolve(true);
           return;
         }
         stopping = true;
-        io.out(`rivulet: ${signal}: shutting down (requests in flight get up to ${shutdownGraceMs} ms; ${signal} again to cut them)`);
-        const started = Date.now();
-        void server.close().then(() => {
-          io.out(`rivulet: stopped after ${Date.now() - started} ms`);
-          resolve(false);
+        logger.info?.(`rivulet: ${signal}: shutting down (requests in flight get up to ${shutdownGraceMs} ms; ${signal} again to cut them)`, {
+          signal,
+          shutdownGraceMs,
         });
+        // close() logs each step of the shutdown, its last line with the time it took.
+        void server.close().then(() => resolve(false));
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

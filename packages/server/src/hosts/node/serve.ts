@@ -22,7 +22,10 @@ import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { checkCorsConfig, corsHook, type CorsConfig } from '../../http/cors.js';
 import { parseTokensFile } from '../../http/auth.js';
-import { consoleLogger, errorResponse, type ErrorLogger } from '../../http/errors.js';
+import { errorResponse, type ErrorLogger } from '../../http/errors.js';
+import { requestLogHook } from '../../http/request-log.js';
+import type { LogLevel } from '../../ports/logger.js';
+import { createNodeLogger, type LogFormat } from './logger.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
 import { nodeMetrics } from './node-metrics.js';
@@ -52,6 +55,8 @@ export { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/c
 export { VERSION };
 export { checkBackupFile, restoreDataFolder, type BackupFileReport, type RestoreOptions } from './restore.js';
 export { FORMAT_VERSION } from '../../engine/schema.js';
+export { createNodeLogger, isLogFormat, isLogLevel, DEFAULT_LOG_LEVEL, type LogFormat } from './logger.js';
+export { DEFAULT_LOG_SLOW_MS } from '../../http/request-log.js';
 
 export interface NodeServerOptions extends Partial<EngineConfig> {
   port?: number;
@@ -63,7 +68,14 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   tokens?: ReadonlyMap<string, string>;
   durability?: Durability;
   maxBodyBytes?: number;
+  /** Where lines go; default a pino logger (logger.ts) of `logLevel` and `logFormat`. */
   logger?: ErrorLogger;
+  /** The default logger's level (default info; docs/operations.md, "Logs"). */
+  logLevel?: LogLevel;
+  /** The default logger's format (default pretty on a terminal, else json). */
+  logFormat?: LogFormat;
+  /** Requests answered after this many ms are logged at warn (default 1000; 0: never). */
+  logSlowMs?: number;
   clock?: Clock;
   random?: Random;
   /** The web UI's built files (default: packages/ui/dist of this checkout). */
@@ -135,6 +147,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   }
   const cors = options.cors !== undefined && options.cors.origins.length > 0 ? options.cors : undefined;
   if (cors) checkCorsConfig(cors, tokens !== null);
+  const logger = options.logger ?? createNodeLogger({ level: options.logLevel, format: options.logFormat });
   const dataDir = resolve(options.data ?? Defaults.data);
   mkdirSync(dataDir, { recursive: true });
   const unlock = lockDataFolder(dataDir);
@@ -148,7 +161,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     // The data folder is locked to this process, so the database may hold its locks (exclusive).
     storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true, onCommit });
     // An older format is upgraded in place after a copy is kept (protocol §16.4).
-    openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, options.logger ?? consoleLogger) });
+    openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, logger) });
   } catch (error) {
     storage?.close();
     unlock();
@@ -167,7 +180,6 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   if (options.watchdogLeaseMs === undefined) config.watchdogLeaseMs = config.deliveryTimeoutMs;
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
-  const logger = options.logger ?? consoleLogger;
   // Destroyed lifetimes' events are deleted in chunks between requests (StreamStore.purgeErased).
   const purger = new ErasedPurger(() => engine.store, (message, error) => logger.error(message, error));
   const workers = new CallableRegistry('worker');
@@ -218,7 +230,10 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   /** Aborted when close() begins: live SSE answers end cleanly. */
   const stopping = new AbortController();
   // Every entrance (the app, the native append path, the front) reports to the same hooks.
-  const hooks = composeRequestHooks([metricsHook(metrics), ...(cors ? [corsHook(cors)] : [])], logger);
+  const hooks = composeRequestHooks(
+    [metricsHook(metrics), requestLogHook(logger, { slowMs: options.logSlowMs }), ...(cors ? [corsHook(cors)] : [])],
+    logger,
+  );
   const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
   const app = createApp({
     service,
@@ -226,7 +241,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     metrics,
     maxBodyBytes,
     version: VERSION,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger,
     ready: () => ready,
     readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
     stopping: stopping.signal,
@@ -280,10 +295,20 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // Erasures a previous run left unfinished go on.
   purger.schedule();
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${urlHost}:${address.port}`;
+  const durability = options.durability ?? 'full';
+  const mode = tokens ? 'tokens' : 'open';
+  logger.info?.(`rivulet listening on ${url} (data ${dataDir}, durability ${durability}, ${mode === 'open' ? 'open mode' : 'tokens'})`, {
+    version: VERSION,
+    url,
+    data: dataDir,
+    durability,
+    mode,
+  });
 
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${urlHost}:${address.port}`,
+    url,
     port: address.port,
     host,
     dataDir,
@@ -301,19 +326,24 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     close() {
       // The shutdown sequence of protocol §16.9.
       closing ??= (async () => {
-        const deadline = performance.now() + (options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+        const started = performance.now();
+        const deadline = started + (options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
         ready = false; // /healthz answers 503 and RPC upgrades are refused from here on
         http.stopListening();
+        logger.info?.('shutdown: not ready, listener closed', { inFlight: http.inFlight, frontConnections: front.connections });
         stopping.abort(); // live SSE answers end; their readers reconnect to the next server
         rpc.close(); // RPC sessions get a close frame (1001)
         // Live connections and waits end now (waitForEvent answers at once) and record their close
         // while storage is still there (protocol §19.4); then what is in flight is answered.
         await service.connections.closeAll('server-stopped');
         await Promise.all([front.drain(deadline), http.drain(deadline)]);
+        if (performance.now() >= deadline) logger.warn?.('shutdown: the grace period is over, cutting what is still open', { inFlight: http.inFlight });
+        else logger.info?.('shutdown: requests in flight answered');
         await service.connections.closeAll('server-stopped');
         rpc.terminate();
         delivery.close();
         webhooks.close();
+        logger.info?.('shutdown: delivery stopped');
         purger.stop();
         front.close();
         // Whatever is still open (past the grace period) is cut; the listener closed at the start.
@@ -323,6 +353,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         storageOpen = false;
         storage.close();
         unlock();
+        logger.info?.('shutdown: stopped (storage closed, data folder unlocked)', { durationMs: Math.round(performance.now() - started) });
       })();
       return closing;
     },

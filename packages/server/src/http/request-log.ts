@@ -1,0 +1,98 @@
+/**
+ * The request lines of the logs (docs/operations.md, "Logs"), a request hook (request-hooks.ts):
+ * at warn, an answer a client caused that an operator should see — refused credentials, a refused
+ * authority, a body or batch over a limit, invalid input — and any request slower than the
+ * threshold, each with method, route template, status, error code and duration. Routine refusals
+ * a client program expects (NOT_FOUND, CONFLICT, PRECONDITION_FAILED, TIMEOUT) are not logged, nor
+ * client aborts (499, logged by errors.ts), nor `:waitForEvent` as slow (it waits on purpose).
+ *
+ * Lines are rate-limited so a flood of bad requests cannot fill a disk: at most `linesPerSecond`
+ * in each second; the rest are counted, and the next line written says how many were suppressed.
+ *
+ * The hot path: a 2xx or 3xx answer faster than the threshold returns after two comparisons,
+ * allocating nothing.
+ */
+import type { ErrorCode } from '@rivulet/contract';
+import type { Logger } from '../ports/logger.js';
+import type { AnsweredRequest, RequestHook } from './request-hooks.js';
+
+/** The default of `--log-slow-ms`. */
+export const DEFAULT_LOG_SLOW_MS = 1000;
+/** The default of request lines written per second at most. */
+export const DEFAULT_REQUEST_LINES_PER_SECOND = 20;
+
+export interface RequestLogOptions {
+  /** A request answered after at least this many ms is logged as slow; 0 logs none as slow. */
+  slowMs?: number | undefined;
+  /** At most this many request lines per second (default 20). */
+  linesPerSecond?: number | undefined;
+  /** Milliseconds of a monotonic clock (default performance.now). */
+  now?: (() => number) | undefined;
+}
+
+/** Refusals a client program meets in its normal course: no line for them. */
+const ROUTINE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['NOT_FOUND', 'CONFLICT', 'PRECONDITION_FAILED', 'TIMEOUT']);
+const CLIENT_ABORTED = 499;
+/** Routes whose answer waits on purpose: never slow. */
+const WAITS = ':waitForEvent';
+
+function refusal(answered: AnsweredRequest): boolean {
+  const { status, errorCode } = answered;
+  if (status < 400 || status >= 500 || status === CLIENT_ABORTED) return false;
+  return errorCode === undefined || !ROUTINE.has(errorCode);
+}
+
+/** A limit of lines per one-second window, with the count of those it refused since the last line it let through. */
+export class LineBudget {
+  private windowStart = Number.NEGATIVE_INFINITY;
+  private used = 0;
+  private refused = 0;
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** Undefined when the line must be suppressed; else the number suppressed before it (0 for none). */
+  take(): number | undefined {
+    const at = this.now();
+    if (at - this.windowStart >= 1000) {
+      this.windowStart = at;
+      this.used = 0;
+    }
+    if (this.used >= this.perSecond) {
+      this.refused++;
+      return undefined;
+    }
+    this.used++;
+    const suppressed = this.refused;
+    this.refused = 0;
+    return suppressed;
+  }
+}
+
+export function requestLogHook(logger: Logger, options: RequestLogOptions = {}): RequestHook {
+  const warn = logger.warn?.bind(logger);
+  if (!warn) return {};
+  const slowMs = options.slowMs ?? DEFAULT_LOG_SLOW_MS;
+  const slowFrom = slowMs > 0 ? slowMs : Number.POSITIVE_INFINITY;
+  const linesPerSecond = options.linesPerSecond ?? DEFAULT_REQUEST_LINES_PER_SECOND;
+  const budget = new LineBudget(linesPerSecond, options.now ?? (() => performance.now()));
+  return {
+    onAnswered(answered) {
+      if (answered.status < 400 && answered.durationMs < slowFrom) return;
+      const refused = refusal(answered);
+      if (!refused && (answered.durationMs < slowFrom || answered.route.endsWith(WAITS))) return;
+      const suppressed = budget.take();
+      if (suppressed === undefined) return;
+      if (suppressed > 0) warn('request lines suppressed', { suppressed, linesPerSecond });
+      warn(refused ? 'request refused' : 'slow request', {
+        method: answered.method,
+        route: answered.route,
+        status: answered.status,
+        ...(answered.errorCode !== undefined ? { code: answered.errorCode } : {}),
+        durationMs: Math.round(answered.durationMs * 10) / 10,
+      });
+    },
+  };
+}
