@@ -23,6 +23,8 @@ export type WorkerHostOptions = Omit<NodeServerOptions, 'port' | 'data' | 'host'
 export interface WorkerTestHost {
   url: string;
   internalErrors: string[];
+  /** Every line the Worker wrote through console (its logs: JSON lines, docs/operations.md "Logs"). */
+  logs: string[];
   dataDir: string;
   api: Api;
   miniflare: Miniflare;
@@ -77,7 +79,12 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
 }
 
 /** The Miniflare options of the Worker host over `persist` (also used by the benchmark). */
-export async function workerOptions(persist: string, bindings: Record<string, string>, onStderr?: (line: string) => void) {
+export async function workerOptions(
+  persist: string,
+  bindings: Record<string, string>,
+  onStderr?: (line: string) => void,
+  onStdout?: (line: string) => void,
+) {
   const script = await bundleWorker(serverFile('src/hosts/worker/entry.ts'));
   return {
     modules: [{ type: 'ESModule' as const, path: 'worker.js', contents: script }],
@@ -101,7 +108,7 @@ export async function workerOptions(persist: string, bindings: Record<string, st
           for (const line of parts) sink(line);
         });
       };
-      lines(stdout, () => undefined);
+      lines(stdout, (line) => onStdout?.(line));
       lines(stderr, (line) => onStderr?.(line));
     },
   };
@@ -113,9 +120,16 @@ export async function startWorkerHost(options: WorkerHostOptions = {}): Promise<
   const webhookSecret = options.webhookSecret ?? `whsec_${randomBytes(32).toString('base64')}`;
   if (options.webhookSecret === undefined) await writeFile(join(dir, 'webhook-secret'), `${webhookSecret}\n`, { mode: 0o600 });
   const internalErrors: string[] = [];
-  const config = await workerOptions(join(dir, 'objects'), bindingsOf({ ...options, webhookSecret }), (line) => {
-    if (/internal error/i.test(line)) internalErrors.push(line);
-  });
+  const logs: string[] = [];
+  const config = await workerOptions(
+    join(dir, 'objects'),
+    bindingsOf({ ...options, webhookSecret }),
+    (line) => {
+      logs.push(line);
+      if (/internal error/i.test(line)) internalErrors.push(line);
+    },
+    (line) => logs.push(line),
+  );
   let mf: Miniflare;
   let url: string;
   const start = async (port = 0) => {
@@ -134,6 +148,7 @@ export async function startWorkerHost(options: WorkerHostOptions = {}): Promise<
       return url;
     },
     internalErrors,
+    logs,
     dataDir: dir,
     get api() {
       return new Api(url);

@@ -32,10 +32,12 @@ import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { corsHook } from '../../http/cors.js';
 import { authenticate } from '../../http/auth.js';
-import { consoleLogger, errorResponse } from '../../http/errors.js';
+import { errorResponse } from '../../http/errors.js';
+import { requestLogHook } from '../../http/request-log.js';
 import { VERSION } from '../../version.js';
 import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
-import { corsOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
+import { corsOf, logSlowMsOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
+import { createWorkerLogger, workerLogLevel } from './logger.js';
 import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
 import { durableStreamService } from './service.js';
@@ -43,12 +45,15 @@ import { StreamHost } from './stream-host.js';
 import { answer } from './wire.js';
 
 const RPC_PATH = '/v1/rpc';
-const logger = consoleLogger;
+// One logger per isolate; its level is the RIVULET_LOG_LEVEL of the env each entrance is given.
+const logger = createWorkerLogger();
+const configureLogs = (env: WorkerEnv): void => logger.setLevel(workerLogLevel(env.RIVULET_LOG_LEVEL));
 
 let app: Hono | undefined;
 
 function appFor(env: WorkerEnv): Hono {
   if (!app) {
+    configureLogs(env);
     const metrics = createServerMetrics(undefined, { version: VERSION });
     const cors = corsOf(env);
     app = createApp({
@@ -58,7 +63,10 @@ function appFor(env: WorkerEnv): Hono {
       maxBodyBytes: maxBodyBytesOf(env),
       version: VERSION,
       logger,
-      hooks: composeRequestHooks([metricsHook(metrics), ...(cors ? [corsHook(cors)] : [])], logger),
+      hooks: composeRequestHooks(
+        [metricsHook(metrics), requestLogHook(logger, { slowMs: logSlowMsOf(env) }), ...(cors ? [corsHook(cors)] : [])],
+        logger,
+      ),
     });
   }
   return app;
@@ -111,6 +119,7 @@ export class StreamObject extends DurableObject<WorkerEnv> implements StreamObje
 
   constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
     super(ctx, env);
+    configureLogs(env);
     this.#host = new StreamHost({ storage: ctx.storage, env, logger, exclusive: (fn) => ctx.blockConcurrencyWhile(fn) });
   }
 
@@ -197,6 +206,7 @@ export class HubObject extends DurableObject<WorkerEnv> {
 
   constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
     super(ctx, env);
+    configureLogs(env);
     this.#hub = new RpcHub(env, logger);
   }
 

@@ -8,6 +8,7 @@ import { Defaults, RivuletError } from '@rivulet/contract';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { parseTokensFile, type TokenTable } from '../../http/auth.js';
 import { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
+import { DEFAULT_LOG_SLOW_MS } from '../../http/request-log.js';
 import type { HubObjectApi, IndexObjectApi, StreamObjectApi } from './api.js';
 
 /** What a Durable Object namespace binding offers the host (developers.cloudflare.com, namespace API). */
@@ -44,6 +45,10 @@ export interface WorkerEnv {
   RIVULET_CORS_ORIGIN?: string;
   /** "true" allows RIVULET_CORS_ORIGIN `*` although tokens are configured. */
   RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS?: string;
+  /** error, warn, info (default) or debug (docs/operations.md, "Logs"). */
+  RIVULET_LOG_LEVEL?: string;
+  /** Requests answered after this many ms are logged at warn (default 1000; "0": never). */
+  RIVULET_LOG_SLOW_MS?: string;
 }
 
 export const streamObjectName = (projectId: string | null, path: string): string => JSON.stringify([projectId, path]);
@@ -121,6 +126,15 @@ export function engineConfigOf(env: WorkerEnv): EngineConfig {
     expressionMemoryBytes: int(env, 'RIVULET_EXPRESSION_MEMORY_BYTES', defaultEngineConfig.expressionMemoryBytes),
     allowPrivateWebhooks: bool(env, 'RIVULET_ALLOW_PRIVATE_WEBHOOKS') ?? open,
   };
+}
+
+/** RIVULET_LOG_SLOW_MS: a whole number of ms, 0 turning slow-request lines off. */
+export function logSlowMsOf(env: WorkerEnv): number {
+  const raw = env.RIVULET_LOG_SLOW_MS;
+  if (raw === undefined || raw === '') return DEFAULT_LOG_SLOW_MS;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new Error(`RIVULET_LOG_SLOW_MS must be a whole number of milliseconds, got "${raw}"`);
+  return n;
 }
 
 export function maxBodyBytesOf(env: WorkerEnv): number {
