@@ -13,13 +13,19 @@
  *   node bench/append/http-ab.mjs NAME=DIST NAME=DIST [--rounds 30] [--ms 600]
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { eventJson } from './loadgen.mjs';
+
+/** The Node host module of a dist folder: hosts/node/serve.js, or hosts/node.js in builds before that move. */
+function nodeHostOf(dist) {
+  const current = join(resolve(dist), 'hosts', 'node', 'serve.js');
+  return existsSync(current) ? current : join(resolve(dist), 'hosts', 'node.js');
+}
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -65,7 +71,7 @@ function drive(port, ms) {
 const servers = [];
 for (const arg of positionals) {
   const [name, dir] = arg.split('=');
-  const { startNodeServer } = await import(pathToFileURL(join(resolve(dir), 'hosts', 'node', 'serve.js')).href);
+  const { startNodeServer } = await import(pathToFileURL(nodeHostOf(dir)).href);
   const data = mkdtempSync(join(tmpdir(), 'rivulet-http-ab-'));
   const server = await startNodeServer({ port: 0, host: '127.0.0.1', data, durability: 'relaxed' });
   const port = Number(new URL(server.url).port);

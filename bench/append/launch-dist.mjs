@@ -9,6 +9,13 @@
  */
 import { resolve, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
+
+/** The Node host module of a dist folder: hosts/node/serve.js, or hosts/node.js in builds before that move. */
+function nodeHostOf(dist) {
+  const current = join(resolve(dist), 'hosts', 'node', 'serve.js');
+  return existsSync(current) ? current : join(resolve(dist), 'hosts', 'node.js');
+}
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -21,7 +28,7 @@ const { values } = parseArgs({
   allowPositionals: true,
 });
 if (!values.dist || !values.data) throw new Error('usage: launch-dist.mjs --dist DIR serve --port N --data DIR --durability MODE');
-const { startNodeServer } = await import(pathToFileURL(join(resolve(values.dist), 'hosts', 'node.js')).href);
+const { startNodeServer } = await import(pathToFileURL(nodeHostOf(values.dist)).href);
 const server = await startNodeServer({ port: Number(values.port), host: '127.0.0.1', data: values.data, durability: values.durability });
 process.stdout.write(`rivulet listening on ${server.url} (dist ${values.dist})\n`);
 const stop = () => {
