@@ -46,6 +46,35 @@ function closedPort(): Promise<number> {
   );
 }
 
+describe('Worker host logs at RIVULET_LOG_LEVEL warn', () => {
+  it('writes the refused request and drops the halt, an info line', async () => {
+    const quiet = await startWorkerHost({ logLevel: 'warn', maxDeliveryAttempts: 1, retryBaseMs: 1, retryMaxMs: 2, deliveryTimeoutMs: 1000 });
+    try {
+      const port = await closedPort();
+      await quiet.api.append('/logs/quiet', [
+        {
+          type: EventType.subscriptionConfigured,
+          payload: { subscriptionKey: 'k', receiver: { action: 'webhook-post', url: `http://127.0.0.1:${port}/hook`, delivery: { start: 'beginning', onFailingEvent: 'halt' } } },
+        },
+      ]);
+      const deadline = performance.now() + 10_000;
+      while (!(await quiet.api.state('/logs/quiet')).core?.subscriptions.outbound.byKey.k?.deliveryHalted) {
+        if (performance.now() > deadline) throw new Error('the subscription did not halt within 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const bad = await fetch(`${quiet.url}/v1/streams/logs/x`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"nope":1}' });
+      expect(bad.status).toBe(400);
+      const until = performance.now() + 10_000;
+      while (!quiet.logs.some((l) => l.includes('"msg":"request refused"')) && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      const levels = quiet.logs.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as Line).level);
+      expect(levels).toContain('warn');
+      expect(levels).not.toContain('info');
+    } finally {
+      await quiet.close();
+    }
+  }, 60_000);
+});
+
 describe('Worker host logs', () => {
   it('a webhook to a closed port halts, and the halt is one info line with stream, key and offsets', async () => {
     const port = await closedPort();

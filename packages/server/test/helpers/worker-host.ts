@@ -48,6 +48,8 @@ const SUPPORTED = new Set([
   'ephemeralRetentionCount',
   'durability',
   'cors',
+  'logLevel',
+  'logSlowMs',
 ]);
 
 function bindingsOf(options: WorkerHostOptions): Record<string, string> {
@@ -75,6 +77,8 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
   put('RIVULET_EPHEMERAL_RETENTION_COUNT', options.ephemeralRetentionCount);
   put('RIVULET_CORS_ORIGIN', options.cors?.origins.join(','));
   put('RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS', options.cors?.allowAnyOriginWithTokens);
+  put('RIVULET_LOG_LEVEL', options.logLevel);
+  put('RIVULET_LOG_SLOW_MS', options.logSlowMs);
   return b;
 }
 
