@@ -16,7 +16,8 @@ export const consoleLogger: ErrorLogger = {
 /**
  * The client went away before its request had fully arrived (a reset or a close mid-body): there is
  * no one left to answer, and it is not a fault of the server. Counted under status 499 (the status
- * label proxies use for a client that closed its request) and logged as one line, without a stack.
+ * label proxies use for a client that closed its request); the request log (request-log.ts) writes
+ * it as one warn line, without a stack, under its rate limit.
  */
 export class ClientAborted extends Error {
   constructor(cause?: unknown) {
@@ -28,10 +29,11 @@ export class ClientAborted extends Error {
 /** The status a client abort is counted under (never sent: the client is gone). */
 const CLIENT_ABORTED_STATUS = 499;
 
-export function toRivuletError(error: unknown, logger: ErrorLogger): RivuletError {
+/** A RivuletError as it is; anything else is INTERNAL, logged with its reference (and `route`, when known). */
+export function toRivuletError(error: unknown, logger: ErrorLogger, route?: string): RivuletError {
   if (error instanceof RivuletError) return error;
   const reference = globalThis.crypto.randomUUID();
-  logger.error(`internal error ${reference}`, error);
+  logger.error(`internal error ${reference}`, error, route === undefined ? { reference } : { reference, route });
   return new RivuletError('INTERNAL', `internal error (reference ${reference})`);
 }
 
@@ -44,14 +46,12 @@ export interface ErrorAnswer {
 
 /**
  * The one mapping from a thrown error to its answer, for every entrance: a client abort is counted
- * under 499 and logged as one line naming `route`; anything else answers as toRivuletError maps it.
+ * under 499 (its line is the request log's); anything else answers as toRivuletError maps it.
+ * `route` names the request in the line of an internal error.
  */
-export function errorAnswer(error: unknown, logger: ErrorLogger, route = 'a request'): ErrorAnswer {
-  if (error instanceof ClientAborted) {
-    logger.warn?.(`rivulet: ${route}: the client closed the connection before its request had arrived`);
-    return { status: CLIENT_ABORTED_STATUS, text: '', code: undefined };
-  }
-  const e = toRivuletError(error, logger);
+export function errorAnswer(error: unknown, logger: ErrorLogger, route?: string): ErrorAnswer {
+  if (error instanceof ClientAborted) return { status: CLIENT_ABORTED_STATUS, text: '', code: undefined };
+  const e = toRivuletError(error, logger, route);
   return { status: e.status, text: JSON.stringify(e.toBody()), code: e.code };
 }
 

@@ -36,7 +36,7 @@ describe('requestLogHook', () => {
     ]);
   });
 
-  it('writes nothing for a fast success, a routine refusal, a client abort or a server fault', () => {
+  it('writes nothing for a fast success, a routine refusal or a server fault', () => {
     const { lines, answer } = setup();
     answer(200);
     answer(204);
@@ -44,10 +44,21 @@ describe('requestLogHook', () => {
     answer(409, 'CONFLICT');
     answer(412, 'PRECONDITION_FAILED');
     answer(408, 'TIMEOUT');
-    answer(499);
     answer(500, 'INTERNAL');
     answer(503, 'UNAVAILABLE');
     expect(lines).toEqual([]);
+  });
+
+  it('logs a client that left before its request had arrived (499) as one line, under the same limit', () => {
+    const { lines, answer } = setup({ linesPerSecond: 1 });
+    answer(499, undefined, 3, 'POST /v1/streams/{path}:subscribeToEventsFrom');
+    answer(499);
+    expect(lines).toEqual([
+      [
+        'the client closed the connection before its request had arrived',
+        { method: 'POST', route: 'POST /v1/streams/{path}:subscribeToEventsFrom', status: 499, durationMs: 3 },
+      ],
+    ]);
   });
 
   it('logs a request as slow from the threshold on, not below it; 0 turns slow lines off; a wait is never slow', () => {

@@ -2,9 +2,10 @@
  * The request lines of the logs (docs/operations.md, "Logs"), a request hook (request-hooks.ts):
  * at warn, an answer a client caused that an operator should see — refused credentials, a refused
  * authority, a body or batch over a limit, invalid input — and any request slower than the
- * threshold, each with method, route template, status, error code and duration. Routine refusals
- * a client program expects (NOT_FOUND, CONFLICT, PRECONDITION_FAILED, TIMEOUT) are not logged, nor
- * client aborts (499, logged by errors.ts), nor `:waitForEvent` as slow (it waits on purpose).
+ * threshold, each with method, route template, status, error code and duration; and a client that
+ * closed its connection before its request had arrived (499, errors.ts). Routine refusals a client
+ * program expects (NOT_FOUND, CONFLICT, PRECONDITION_FAILED, TIMEOUT) are not logged, nor is
+ * `:waitForEvent` as slow (it waits on purpose).
  *
  * Lines are rate-limited so a flood of bad requests cannot fill a disk: at most `linesPerSecond`
  * in each second; the rest are counted, and the next line written says how many were suppressed.
@@ -36,10 +37,12 @@ const CLIENT_ABORTED = 499;
 /** Routes whose answer waits on purpose: never slow. */
 const WAITS = ':waitForEvent';
 
-function refusal(answered: AnsweredRequest): boolean {
+/** The message of a client-caused answer worth a line, or undefined. */
+function refusal(answered: AnsweredRequest): string | undefined {
   const { status, errorCode } = answered;
-  if (status < 400 || status >= 500 || status === CLIENT_ABORTED) return false;
-  return errorCode === undefined || !ROUTINE.has(errorCode);
+  if (status < 400 || status >= 500) return undefined;
+  if (status === CLIENT_ABORTED) return 'the client closed the connection before its request had arrived';
+  return errorCode === undefined || !ROUTINE.has(errorCode) ? 'request refused' : undefined;
 }
 
 /** A limit of lines per one-second window, with the count of those it refused since the last line it let through. */
@@ -82,11 +85,11 @@ export function requestLogHook(logger: Logger, options: RequestLogOptions = {}):
     onAnswered(answered) {
       if (answered.status < 400 && answered.durationMs < slowFrom) return;
       const refused = refusal(answered);
-      if (!refused && (answered.durationMs < slowFrom || answered.route.endsWith(WAITS))) return;
+      if (refused === undefined && (answered.durationMs < slowFrom || answered.route.endsWith(WAITS))) return;
       const suppressed = budget.take();
       if (suppressed === undefined) return;
       if (suppressed > 0) warn('request lines suppressed', { suppressed, linesPerSecond });
-      warn(refused ? 'request refused' : 'slow request', {
+      warn(refused ?? 'slow request', {
         method: answered.method,
         route: answered.route,
         status: answered.status,

@@ -22,7 +22,10 @@ beforeAll(async () => {
   server = await startNodeServer({
     port: 0,
     data: dir,
-    logger: { error: (message, error) => errors.push(`${message} ${String(error)}`), warn: (message) => warnings.push(message) },
+    logger: {
+      error: (message, error) => errors.push(`${message} ${String(error)}`),
+      warn: (message, fields) => warnings.push(`${String(fields?.route)}: ${message}`),
+    },
   });
 });
 
@@ -63,8 +66,8 @@ describe('client aborts', () => {
     expect(count(metrics, 'POST', '/v1/streams/{path}', '499')).toBe(1);
     expect(metrics).not.toMatch(/status="500"/);
     expect(warnings).toEqual([
-      'rivulet: POST /v1/streams/{path}:subscribeToEventsFrom: the client closed the connection before its request had arrived',
-      'rivulet: POST /v1/streams/{path}: the client closed the connection before its request had arrived',
+      'POST /v1/streams/{path}:subscribeToEventsFrom: the client closed the connection before its request had arrived',
+      'POST /v1/streams/{path}: the client closed the connection before its request had arrived',
     ]);
     // Nothing was appended by the requests cut short.
     expect((await (await fetch(`${server.url}/v1/streams/aborts/a`)).json()).streamMaxOffset).toBe(0);
