@@ -2,15 +2,17 @@
  * The logs of a real `rivulet serve` (docs/operations.md, "Logs"): a child process whose standard
  * output is a pipe writes JSON lines — the start line, a refused request at warn with its route
  * template, a subscription halt with its stream, key and offsets, and the shutdown steps — and
- * readable lines when told to; a level drops what is below it.
+ * readable lines when told to; a level drops what is below it. A server started from code says
+ * at warn when its shutdown grace ran out.
  */
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventType } from '@rivulet/contract';
+import { startNodeServer } from '../../src/hosts/node/serve.js';
 import { spawnServe, type CliServer } from '../helpers/cli.js';
 import { tempDir } from '../helpers/server.js';
 
@@ -143,5 +145,32 @@ describe('rivulet serve logs', () => {
     expect(await exited).toBe(0);
     const written = output.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Line);
     expect(written.map((l) => [l.level, l.msg, l.status, l.code])).toEqual([['warn', 'request refused', 400, 'INVALID_INPUT']]);
+  });
+});
+
+describe('shutdown lines of a server started from code', () => {
+  it('say at warn that the grace period ran out when a request is still arriving, and at info otherwise', async () => {
+    const run = async (hang: boolean) => {
+      const written: Array<[string, string]> = [];
+      const data = await folder();
+      const node = await startNodeServer({
+        port: 0,
+        data,
+        shutdownGraceMs: 200,
+        logger: { error: () => undefined, warn: (m) => written.push(['warn', m]), info: (m) => written.push(['info', m]) },
+      });
+      const socket = connect(node.port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.on('error', () => undefined);
+      // Half a body: the request has begun and cannot be answered before the rest arrives.
+      if (hang) socket.write('POST /v1/streams/a HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"type":');
+      await node.close();
+      socket.destroy();
+      return written.filter(([, m]) => m.startsWith('shutdown:'));
+    };
+    expect(await run(true)).toContainEqual(['warn', 'shutdown: the grace period is over, cutting what is still open']);
+    const calm = await run(false);
+    expect(calm).toContainEqual(['info', 'shutdown: requests in flight answered']);
+    expect(calm.map(([level]) => level)).not.toContain('warn');
   });
 });
