@@ -1,34 +1,40 @@
 /**
  * The Node adapter of the outbound port (ports/outbound.ts) for webhooks, with the outbound
- * protection of protocol §17.4:
+ * protection of protocol §17.4, over undici (hosts/node/outbound-dispatcher.ts; decision 006):
  *
  * - When private destinations are not allowed, the host is vetted before anything is sent: a
  *   literal address (any notation the URL parser normalises) or a name in the private/metadata
  *   list is refused; any other name is resolved once (all addresses) and refused when *any*
- *   answer is loopback, private, link-local, unspecified or metadata. The socket then connects
- *   only to those vetted addresses (our own `lookup`), so a DNS answer that changes between the
- *   check and the connect (rebinding) is never used. A refused destination is never contacted.
- * - No redirect is ever followed (node:http does not follow; a 3xx is an answer like any other).
- * - At most `maxResponseBytes` of a response body are read; past that the socket is destroyed.
- * - The caller's signal destroys the request, whatever stage it is in (DNS, connect, body).
+ *   answer is loopback, private, link-local, unspecified or metadata. New connections go only to
+ *   vetted addresses (the dispatcher pins them), so a DNS answer that changes between the check
+ *   and the connect (rebinding) is never used. A refused destination is never contacted. Through
+ *   an egress proxy the same vetting applies, and the proxy is asked for the vetted address.
+ * - No redirect is ever followed (undici follows none without its redirect interceptor).
+ * - At most `maxResponseBytes` of a response body are read; past that the connection is dropped.
+ * - The caller's signal ends the request, whatever stage it is in (DNS, connect, body).
+ * - A request written to a kept connection that the receiver had closed (it ends before any byte
+ *   of the answer) is sent once more (protocol §17.6).
  *
- * Requests go through the lean HTTP/1.1 client of hosts/http1-client.ts, over TCP or TLS (most of
- * a webhook delivery's cost was node:http's client); its sockets are kept alive per instance, and
- * close() ends them. A webhook URL is parsed once (a small cache of the URLs in use); the
- * destination is still vetted on every request.
+ * A webhook URL is parsed once (a small cache of the URLs in use); the destination is still vetted
+ * on every request.
  */
 import { STATUS_CODES } from 'node:http';
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { isIP, type LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
+import { errors, type Dispatcher } from 'undici';
 import { isPrivateAddress, isPrivateHost } from '../../core/private-address.js';
 import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../../ports/outbound.js';
-import { abortError, Http1Client, type Http1Destination } from '../../net/http1-client.js';
-import { ResponseParseError } from '../../net/http1-response.js';
+import {
+  awaitSend,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  PinnedAddresses,
+  webhookDispatcher,
+  type ResolvedAddress,
+  type SentOn,
+  type WebhookProxy,
+} from './outbound-dispatcher.js';
 
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
+export type { ResolvedAddress, WebhookProxy } from './outbound-dispatcher.js';
 
 /** Resolves a host name to every address it has (the default: node:dns lookup, all: true). */
 export type HostResolver = (hostname: string) => Promise<ResolvedAddress[]>;
@@ -42,16 +48,20 @@ export interface NodeOutboundOptions {
   resolve?: HostResolver;
   /** Which resolved addresses are refused (tests; default: isPrivateAddress). */
   refuses?: (address: string) => boolean;
-  /** Certificates trusted for https besides the system's (tests with their own certificate). */
+  /** Certificates trusted for https instead of the system's (tests with their own certificate). */
   trustedCa?: string;
+  /** An egress proxy (protocol §17.4); none by default. */
+  proxy?: WebhookProxy | undefined;
+  /** How long opening a connection (TCP, and TLS for https) may take (default 10 s). */
+  connectTimeoutMs?: number;
   /** Told of every new connection and of every request sent again after a stale one (metrics). */
   onConnection?: (scheme: 'http' | 'https') => void;
   onResend?: () => void;
 }
 
 export interface NodeOutbound extends OutboundHttp {
-  /** Ends kept-alive sockets; requests in flight are destroyed. */
-  close(): void;
+  /** Ends kept-alive connections; requests in flight fail. */
+  close(): Promise<void>;
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
@@ -62,26 +72,23 @@ const URL_CACHE = 256;
 /** A URL checked for its scheme, with what follows from it alone. */
 interface Target {
   url: URL;
-  /** Whether the host is a public address literal: node connects to exactly it, nothing to resolve. */
+  /** The host without IPv6 brackets. */
+  host: string;
+  /** Whether the host is an address literal: nothing to resolve. */
   literal: boolean;
-  /** Where the client connects (host without IPv6 brackets); connections are shared per scheme, host and port. */
-  destination: Http1Destination;
-  /** The request line, Host and Authorization fields, ready to write. */
-  head: string;
+  path: string;
+  /** `Basic …` from credentials in the URL. */
+  authorization: string | undefined;
 }
 
 /** A field name (RFC 9110 token) and a value without control characters that end a line. */
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE_BAD = /[\r\n\0]/;
 
-function fieldLines(headers: Record<string, string>): string {
-  let lines = '';
+function checkHeaders(headers: Record<string, string>): void {
   for (const name in headers) {
-    const value = headers[name]!;
-    if (!FIELD_NAME.test(name) || FIELD_VALUE_BAD.test(value)) throw new Error(`invalid request header "${name}"`);
-    lines += `${name}: ${value}\r\n`;
+    if (!FIELD_NAME.test(name) || FIELD_VALUE_BAD.test(headers[name]!)) throw new Error(`invalid request header "${name}"`);
   }
-  return lines;
 }
 
 const systemResolver: HostResolver = async (hostname) =>
@@ -89,20 +96,8 @@ const systemResolver: HostResolver = async (hostname) =>
 
 const PRIVATE_HINT = 'a loopback, private, link-local or metadata address; this server does not send webhooks there (see --allow-private-webhooks)';
 
-/** A lookup that answers only the vetted addresses, whatever the name: no second resolution. */
-function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
-  return (_hostname, options, callback) => {
-    const family = typeof options.family === 'number' && options.family !== 0 ? options.family : undefined;
-    const usable = family === undefined ? addresses : addresses.filter((a) => a.family === family);
-    if (usable.length === 0) {
-      const error: NodeJS.ErrnoException = new Error(`no vetted IPv${family ?? ''} address`);
-      error.code = 'ENOTFOUND';
-      callback(error, '', 0);
-      return;
-    }
-    if (options.all) (callback as unknown as (e: null, all: ResolvedAddress[]) => void)(null, [...usable]);
-    else callback(null, usable[0]!.address, usable[0]!.family);
-  };
+export function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
 }
 
 /** Resolves `promise` unless the signal ends first. */
@@ -121,20 +116,125 @@ function describe(error: unknown): string {
   return code && !error.message.includes(code) ? `${code} ${error.message}` : error.message;
 }
 
+/** An answer that does not parse as HTTP/1.1 (llhttp's errors) or whose header section is over the cap. */
+function invalidAnswer(error: unknown): boolean {
+  return error instanceof errors.HTTPParserError || error instanceof errors.HeadersOverflowError;
+}
+
+/** One POST through undici: collects the status and the capped body, and may be sent again once. */
+class Exchange implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private statusText = '';
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private started = false;
+  private settled = false;
+  private controller: Dispatcher.DispatchController | undefined;
+  private sent: SentOn | undefined;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly signal: AbortSignal,
+    private readonly resolve: (answer: OutboundAnswer) => void,
+    private readonly reject: (error: unknown) => void,
+    /** Sends the request again on another connection; undefined once it was. */
+    private readonly again: (() => void) | undefined,
+  ) {
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  private readonly onAbort = () => {
+    // Settled first: the abort reaches onResponseError at once, which must not answer.
+    this.fail(abortError(this.signal));
+    this.controller?.abort(abortError(this.signal));
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.settled) {
+      controller.abort(abortError(this.signal));
+      return;
+    }
+    this.controller = controller;
+    awaitSend((sent) => (this.sent = sent));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
+    this.started = true;
+    this.status = status;
+    this.statusText = statusMessage ?? '';
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    const room = this.maxBytes - this.size;
+    this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.size += Math.min(chunk.length, room);
+    if (this.size >= this.maxBytes) {
+      this.answer();
+      // The rest of the body is never read: the connection goes.
+      controller.abort(new Error('the response body reached its cap'));
+    }
+  }
+
+  onResponseEnd(): void {
+    // undici offers a connection for the next request one turn of the event loop after its answer
+    // ended (setImmediate, queued after this call returns); answering after that turn lets the
+    // next POST of the same delivery take this connection rather than open another.
+    this.answer(true);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.settled) return;
+    // The status is the answer: a body cut short after it is read as far as it came.
+    if (this.started) this.answer();
+    else if (this.again && this.sent?.kept && !this.sent.readSince() && !invalidAnswer(error)) {
+      this.done();
+      // Out of undici's callback: the failed connection is gone by then.
+      queueMicrotask(this.again);
+    } else this.fail(error);
+  }
+
+  private done(): void {
+    this.settled = true;
+    this.signal.removeEventListener('abort', this.onAbort);
+  }
+
+  private answer(afterTurn = false): void {
+    if (this.settled) return;
+    this.done();
+    const answer = {
+      status: this.status,
+      statusText: this.statusText || STATUS_CODES[this.status] || '',
+      body: Buffer.concat(this.chunks, this.size).toString('utf8'),
+    };
+    if (afterTurn) queueMicrotask(() => setImmediate(() => this.resolve(answer)));
+    else this.resolve(answer);
+  }
+
+  private fail(error: unknown): void {
+    if (this.settled) return;
+    this.done();
+    this.reject(error);
+  }
+}
+
 export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const resolve = options.resolve ?? systemResolver;
   const refuses = options.refuses ?? isPrivateAddress;
-  const onConnection = options.onConnection;
-  const http1 = new Http1Client({
-    ...(options.trustedCa !== undefined ? { tls: { ca: options.trustedCa } } : {}),
-    ...(onConnection ? { onConnection: (tls: boolean) => onConnection(tls ? 'https' : 'http') } : {}),
-    ...(options.onResend ? { onResend: options.onResend } : {}),
+  const pinned = options.allowPrivate ? undefined : new PinnedAddresses();
+  const { dispatcher, close } = webhookDispatcher({
+    pinned,
+    proxy: options.proxy,
+    trustedCa: options.trustedCa,
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    onConnection: options.onConnection,
   });
+  let closed = false;
 
   const targets = new Map<string, Target>();
 
-  /** The parsed URL with its request options, or an error for a URL that is never sent to. */
+  /** The parsed URL, or an error for a URL that is never sent to. */
   function target(raw: string): Target {
     let cached = targets.get(raw);
     if (cached) return cached;
@@ -145,19 +245,14 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       throw new Error(`"${raw}" is not an absolute URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`refused to send to ${url.protocol} URLs (http and https only)`);
-    const https = url.protocol === 'https:';
-    const host = url.hostname;
-    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
-    const port = url.port === '' ? (https ? 443 : 80) : Number(url.port);
-    const path = `${url.pathname}${url.search}`;
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     const auth = url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
     cached = {
       url,
-      literal: isIP(bare) !== 0,
-      destination: { key: `${url.protocol}//${bare}:${port}`, host: bare, port, tls: https },
-      head:
-        `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n` +
-        (auth !== undefined ? `authorization: Basic ${Buffer.from(auth).toString('base64')}\r\n` : ''),
+      host,
+      literal: isIP(host) !== 0,
+      path: `${url.pathname}${url.search}`,
+      authorization: auth === undefined ? undefined : `Basic ${Buffer.from(auth).toString('base64')}`,
     };
     if (targets.size >= URL_CACHE) targets.delete(targets.keys().next().value as string);
     targets.set(raw, cached);
@@ -165,22 +260,22 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
   }
 
   /**
-   * True when node may connect on its own (private destinations allowed, or a public address
-   * literal); throws for a refused host; false when the name must be resolved and vetted first.
+   * True when nothing needs resolving (private destinations allowed, or a public address literal);
+   * throws for a refused host; false when the name must be resolved and vetted first.
    */
   function vetLiteral(t: Target): boolean {
-    if (options.allowPrivate) return true;
+    if (!pinned) return true;
     const host = t.url.hostname;
     if (isPrivateHost(host)) throw new Error(`refused to send to ${host}: it is ${PRIVATE_HINT}`);
-    return t.literal; // a public literal: node connects to exactly it
+    return t.literal;
   }
 
-  /** The addresses a host name may be connected to, resolved once and all vetted. */
-  async function vetResolved(t: Target, signal: AbortSignal): Promise<LookupFunction> {
+  /** Resolves the name once, vets every address and pins the name's connections to them. */
+  async function vetResolved(t: Target, signal: AbortSignal): Promise<void> {
     const host = t.url.hostname;
     let addresses: ResolvedAddress[];
     try {
-      addresses = await abortable(resolve(t.destination.host), signal);
+      addresses = await abortable(resolve(t.host), signal);
     } catch (error) {
       if (signal.aborted) throw error;
       throw new Error(`cannot resolve ${host}: ${describe(error)}`);
@@ -188,27 +283,41 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
     if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no address`);
     const refused = addresses.find((a) => refuses(a.address));
     if (refused) throw new Error(`refused to send to ${host}: it resolves to ${refused.address}, ${PRIVATE_HINT}`);
-    return pinnedLookup(addresses);
+    pinned!.set(t.host, addresses);
   }
 
-  function send(t: Target, post: OutboundPost, lookup: LookupFunction | undefined): Promise<OutboundAnswer> {
+  function send(t: Target, post: OutboundPost): Promise<OutboundAnswer> {
     const where = t.url.origin;
-    let head: string;
     try {
-      head = `${t.head}${fieldLines(post.headers)}content-length: ${Buffer.byteLength(post.body)}\r\n\r\n`;
+      checkHeaders(post.headers);
     } catch (error) {
       return Promise.reject(new Error(`cannot send to ${where}: ${describe(error)}`));
     }
-    return http1
-      .post(lookup ? { ...t.destination, lookup } : t.destination, { head, body: post.body, signal: post.signal, maxBodyBytes: maxBytes })
-      .then(
-        (answer) => ({ status: answer.status, statusText: answer.statusText || STATUS_CODES[answer.status] || '', body: answer.body }),
-        (error: unknown) => {
-          if (post.signal.aborted) throw abortError(post.signal);
-          if (error instanceof ResponseParseError) throw new Error(`${where} sent an invalid HTTP answer: ${error.message}`);
-          throw new Error(`cannot reach ${where}: ${describe(error)}`);
-        },
-      );
+    if (closed) return Promise.reject(new Error('the webhook client is closed'));
+    const request: Dispatcher.DispatchOptions = {
+      origin: t.url.origin,
+      path: t.path,
+      method: 'POST',
+      headers: t.authorization === undefined ? post.headers : { ...post.headers, authorization: t.authorization },
+      body: Buffer.from(post.body),
+    };
+    return new Promise<OutboundAnswer>((resolveAnswer, reject) => {
+      const rejectNamed = (error: unknown) => {
+        if (post.signal.aborted) reject(abortError(post.signal));
+        else if (closed) reject(new Error('the webhook client is closed'));
+        else if (invalidAnswer(error)) reject(new Error(`${where} sent an invalid HTTP answer: ${describe(error)}`));
+        else reject(new Error(`cannot reach ${where}: ${describe(error)}`));
+      };
+      const again = () => {
+        if (post.signal.aborted || closed) {
+          rejectNamed(undefined);
+          return;
+        }
+        options.onResend?.();
+        dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, undefined));
+      };
+      dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, again));
+    });
   }
 
   return {
@@ -223,14 +332,15 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       }
       if (post.signal.aborted) return Promise.reject(abortError(post.signal));
       // No name to resolve: the request leaves in this turn, without a round through the resolver.
-      if (direct) return send(t, post, undefined);
-      return vetResolved(t, post.signal).then((lookup) => {
+      if (direct) return send(t, post);
+      return vetResolved(t, post.signal).then(() => {
         if (post.signal.aborted) throw abortError(post.signal);
-        return send(t, post, lookup);
+        return send(t, post);
       });
     },
     close() {
-      http1.close();
+      closed = true;
+      return close();
     },
   };
 }

@@ -29,7 +29,7 @@ import { createNodeLogger, type LogFormat } from './logger.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
 import { nodeMetrics } from './node-metrics.js';
-import type { HostResolver } from './outbound.js';
+import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
 import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
@@ -84,6 +84,8 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   webhookSecret?: string;
   /** How webhook host names resolve (tests; default node:dns). */
   webhookResolver?: HostResolver;
+  /** An egress proxy for webhooks (`--webhook-proxy`, HTTP_PROXY/HTTPS_PROXY/NO_PROXY; protocol §17.4). */
+  webhookProxy?: WebhookProxy;
   /** How long an idle keep-alive connection stays open (node:http's `keepAliveTimeout`, default 5 s). */
   keepAliveTimeoutMs?: number;
   /** How long a request's head may take to arrive (node:http's `headersTimeout`, default 60 s). */
@@ -198,6 +200,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     allowPrivate: config.allowPrivateWebhooks,
     clock,
     resolve: options.webhookResolver,
+    proxy: options.webhookProxy,
     metrics: metrics.registry,
   });
   const itx = rootItx((projectId) => new ItxRoot({ projectId, sessionId: null, deps: itxDeps }));
@@ -342,7 +345,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         await service.connections.closeAll('server-stopped');
         rpc.terminate();
         delivery.close();
-        webhooks.close();
+        await webhooks.close();
         logger.info?.('shutdown: delivery stopped');
         purger.stop();
         front.close();

@@ -9,7 +9,7 @@ import { webhookReceiver } from '../../engine/receivers/webhook.js';
 import type { Receiver } from '../../engine/receivers/receiver.js';
 import type { Clock } from '../../ports/clock.js';
 import type { MetricsRegistry } from '../../engine/metrics.js';
-import { nodeOutbound, type HostResolver } from './outbound.js';
+import { nodeOutbound, type HostResolver, type WebhookProxy } from './outbound.js';
 
 export interface NodeWebhookOptions {
   /** The secret in use (loadWebhookSecret). */
@@ -17,24 +17,27 @@ export interface NodeWebhookOptions {
   allowPrivate: boolean;
   clock: Clock;
   resolve?: HostResolver | undefined;
+  /** An egress proxy for webhooks (protocol §17.4). */
+  proxy?: WebhookProxy | undefined;
   /** Where connection counters go (the Node host's /metrics). */
   metrics?: MetricsRegistry;
 }
 
 export interface NodeWebhooks {
   receiver: Receiver;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export function nodeWebhooks(options: NodeWebhookOptions): NodeWebhooks {
   const connections = options.metrics?.counter('rivulet_webhook_connections_total', 'Connections opened to webhook receivers, by scheme');
   const resent = options.metrics?.counter(
     'rivulet_webhook_resent_total',
-    'Webhook requests sent again on a new connection because their kept-alive one was found closed',
+    'Webhook requests sent again because the kept-alive connection they went out on was found closed',
   );
   const http = nodeOutbound({
     allowPrivate: options.allowPrivate,
     ...(options.resolve ? { resolve: options.resolve } : {}),
+    proxy: options.proxy,
     ...(connections ? { onConnection: (scheme: 'http' | 'https') => connections.inc({ scheme }) } : {}),
     ...(resent ? { onResend: () => resent.inc() } : {}),
   });
