@@ -29,9 +29,9 @@ export type HookAnswer =
 export type HookScript = (request: HookRequest, index: number) => HookAnswer;
 
 const TLS_DIR = new URL('../fixtures/tls/', import.meta.url);
-/** The test certificate (self-signed, so also the CA to trust) and its key. */
+/** The test certificate (self-signed, so also the CA to trust) and its key (for names hooks.rivulet.test, localhost and 127.0.0.1). */
 export const TEST_CA = readFileSync(new URL('cert.pem', TLS_DIR), 'utf8');
-const TEST_KEY = readFileSync(new URL('key.pem', TLS_DIR), 'utf8');
+export const TEST_KEY = readFileSync(new URL('key.pem', TLS_DIR), 'utf8');
 
 export class HookServer {
   readonly requests: HookRequest[] = [];

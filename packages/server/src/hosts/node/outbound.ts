@@ -116,9 +116,13 @@ function describe(error: unknown): string {
   return code && !error.message.includes(code) ? `${code} ${error.message}` : error.message;
 }
 
-/** An answer that does not parse as HTTP/1.1 (llhttp's errors) or whose header section is over the cap. */
+/** An answer that does not parse as HTTP/1.1 (llhttp's errors), misframes its body or whose header section is over the cap. */
 function invalidAnswer(error: unknown): boolean {
-  return error instanceof errors.HTTPParserError || error instanceof errors.HeadersOverflowError;
+  return (
+    error instanceof errors.HTTPParserError ||
+    error instanceof errors.HeadersOverflowError ||
+    error instanceof errors.ResponseContentLengthMismatchError
+  );
 }
 
 /** One POST through undici: collects the status and the capped body, and may be sent again once. */
