@@ -25,7 +25,7 @@ export default tseslint.config(
     files: ['packages/server/src/core/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', '**/engine/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', '**/engine/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*', 'undici']],
       'core is pure: it may import only the contract and other core modules',
     ),
   },
@@ -33,7 +33,7 @@ export default tseslint.config(
     files: ['packages/server/src/engine/**/*.ts', 'packages/server/src/ports/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*']],
+      [['node:*', 'cloudflare:*', '**/adapters/**', '**/http/**', '**/rpc/**', '**/hosts/**', '**/net/**', 'better-sqlite3', 'sql.js', 'hono', 'hono/*', 'undici']],
       'the engine runs on every host: it reaches storage, time and other streams only through ports',
     ),
   },
@@ -100,7 +100,7 @@ export default tseslint.config(
     files: ['packages/server/src/hosts/worker/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(
-      [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', '**/adapters/sqlite/**', '**/adapters/memory/**', '**/hosts/node/**', '../node/**', '**/net/**']],
+      [['node:*', 'better-sqlite3', 'sql.js', 'ws', '@hono/node-server', 'undici', '**/adapters/sqlite/**', '**/adapters/memory/**', '**/hosts/node/**', '../node/**', '**/net/**']],
       'the Worker host runs in workerd: nothing of the Node host',
     ),
   },

@@ -9,11 +9,10 @@
  * servers under test answer (a status line, headers, a body framed by Content-Length, chunks or the
  * connection's end); anything else is counted as a failed request, never guessed at.
  *
- * Not the server's own response parser (packages/server/src/net/http1-response.ts
- * `ResponseParser`, which the webhook client uses): that one answers for a webhook, where the
- * status is what counts, so a body cut short after the status is an answer and bytes beyond an
- * answer only make the connection unusable. A load generator must count complete answers only,
- * and tell both cases apart as failures (raw-http-client.test.mjs).
+ * Why not the server's webhook client (undici, packages/server/src/hosts/node/outbound.ts): that
+ * one answers for a webhook, where the status is what counts, so a body cut short after the status
+ * is an answer. A load generator must count complete answers only, and tell such cases apart as
+ * failures (raw-http-client.test.mjs).
  */
 import net from 'node:net';
 

@@ -30,7 +30,8 @@ describe('folder rules: what runs where', () => {
     'node:net',
     '../node/serve.js',
     '../../hosts/node/outbound.js',
-    '../../net/http1-client.js',
+    '../../net/http1-request.js',
+    'undici',
     'ws',
     '@hono/node-server',
     'better-sqlite3',
@@ -59,12 +60,13 @@ describe('folder rules: what runs where', () => {
     ['hosts/node/probe.ts', 'node:http'],
     ['hosts/node/probe.ts', '../../net/http1-request.js'],
     ['net/probe.ts', 'node:tls'],
-    ['net/probe.ts', './http1-response.js'],
+    ['net/probe.ts', './coalesce-writes.js'],
+    ['hosts/node/probe.ts', 'undici'],
   ])('%s may import %s', async (file, specifier) => {
     expect(await refusals(file, specifier)).toEqual([]);
   });
 
   it.each(['core/probe.ts', 'engine/probe.ts', 'http/probe.ts', 'rpc/probe.ts'])('%s may not import net/ (it runs on both hosts)', async (file) => {
-    expect(await refusals(file, '../net/http1-client.js')).toHaveLength(1);
+    expect(await refusals(file, '../net/http1-request.js')).toHaveLength(1);
   });
 });
