@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { WebhookEnvelope } from '@rivulet/client';
 
 export interface HookRequest {
@@ -37,6 +38,8 @@ export class HookServer {
   readonly requests: HookRequest[] = [];
   /** TCP connections accepted so far (a refused destination must never add one). */
   connections = 0;
+  /** With tls: for each TLS connection, whether it resumed an earlier session. */
+  readonly sessionsReused: boolean[] = [];
   script: HookScript = () => ({ status: 204 });
   private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
@@ -82,6 +85,7 @@ export class HookServer {
     const server: Server = this.tls
       ? createHttpsServer({ key: TEST_KEY, cert: TEST_CA }, (req, res) => this.handle(req, res))
       : createServer((req, res) => this.handle(req, res));
+    if (this.tls) server.on('secureConnection', (socket: TLSSocket) => this.sessionsReused.push(socket.isSessionReused()));
     server.on('connection', (socket: Socket) => {
       this.connections++;
       this.sockets.add(socket);
