@@ -2,6 +2,7 @@
 import { Defaults } from '@rivulet/contract';
 import type * as NodeHost from '@rivulet/server/node';
 import { boolOption, intOption, parse, UsageError, type Command } from '../command.js';
+import { webhookProxy } from './webhook-proxy.js';
 
 const usage = `Usage: rivulet serve [options]
 
@@ -29,6 +30,8 @@ Options:
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
                                default: generated once and stored in DATA/webhook-secret, see rivulet webhook-secret)
+  --webhook-proxy URL          send webhooks through this http:// or https:// proxy (CONNECT tunnels to the vetted
+                               address; RIVULET_WEBHOOK_PROXY; default: HTTP_PROXY / HTTPS_PROXY; NO_PROXY hosts go direct)
   --shutdown-grace-ms N        on SIGTERM or SIGINT, how long requests in flight get to be answered before
                                they are cut (RIVULET_SHUTDOWN_GRACE_MS, default 10000); a second signal cuts at once
   --cors-origin ORIGIN[,…]     answer cross-origin requests from these origins (scheme://host[:port]), or *
@@ -86,6 +89,7 @@ export const serveCommand: Command = {
       'expression-memory-bytes': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
+      'webhook-proxy': { type: 'string' },
       'shutdown-grace-ms': { type: 'string' },
       'cors-origin': { type: 'string' },
       'cors-allow-any-origin-with-tokens': { type: 'boolean' },
@@ -107,6 +111,7 @@ export const serveCommand: Command = {
     const tokensFile = pick('tokens', 'RIVULET_TOKENS');
     const allowPrivate = values['allow-private-webhooks'] ?? env.RIVULET_ALLOW_PRIVATE_WEBHOOKS;
     const webhookSecret = pick('webhook-secret', 'RIVULET_WEBHOOK_SECRET') || undefined;
+    const proxy = webhookProxy(values['webhook-proxy'], env);
     // The expression budgets default in the engine (protocol §16.8): only what is given is passed.
     const expressionTime = pick('expression-time-ms', 'RIVULET_EXPRESSION_TIME_MS') || undefined;
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
@@ -128,6 +133,7 @@ export const serveCommand: Command = {
       ...(tokensFile ? { tokensFile } : {}),
       ...(cors ? { cors } : {}),
       ...(webhookSecret !== undefined ? { webhookSecret } : {}),
+      ...(proxy ? { webhookProxy: proxy } : {}),
       ...(allowPrivate !== undefined ? { allowPrivateWebhooks: boolOption('--allow-private-webhooks', allowPrivate, false) } : {}),
       durability,
       maxEventBytes: intOption('--max-event-bytes', pick('max-event-bytes', 'RIVULET_MAX_EVENT_BYTES'), Defaults.maxEventBytes, 1),
