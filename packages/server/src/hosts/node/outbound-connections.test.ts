@@ -58,6 +58,23 @@ describe('kept-alive connections', () => {
     expect(s.requests[4]).toContain('\r\n\r\nbody-4');
   });
 
+  it('requests at the same time go out on connections of their own, never two on one', async () => {
+    const held: Array<() => void> = [];
+    const s = await raw((socket) => held.push(() => socket.write(NO_CONTENT)));
+    const http = outbound();
+    const answers = Array.from({ length: 3 }, (_, i) => http.post(s.url(), post(`c${i}`)));
+    await expect.poll(() => s.requests.length).toBe(3);
+    expect(s.connections()).toBe(3);
+    for (const answer of held) answer();
+    expect((await Promise.all(answers)).map((a) => a.status)).toEqual([204, 204, 204]);
+    // Kept, all three: the next three at once reuse them.
+    const again = Array.from({ length: 3 }, () => http.post(s.url(), post()));
+    await expect.poll(() => s.requests.length).toBe(6);
+    for (const answer of held.slice(3)) answer();
+    await Promise.all(again);
+    expect(s.connections()).toBe(3);
+  });
+
   it('an answer with connection: close is not followed by another request on its connection', async () => {
     const s = await raw((socket) => socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok'));
     const http = outbound();

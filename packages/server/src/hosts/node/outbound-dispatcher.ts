@@ -149,7 +149,11 @@ export function webhookDispatcher(options: DispatcherOptions): { dispatcher: Dis
   const agentOptions = {
     factory,
     connect: direct,
-    pipelining: 1,
+    // Never two POSTs on the wire of one connection: undici writes a POST only on a connection with
+    // nothing in flight. 2 lets a connection whose answer just ended take the next request at once,
+    // without the event-loop turn undici waits with 1 (a reused connection still gets the turn in
+    // which a close the receiver sent is noticed before anything is written).
+    pipelining: 2,
     keepAliveTimeout: IDLE_MS,
     keepAliveMaxTimeout: IDLE_MS,
     keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS,

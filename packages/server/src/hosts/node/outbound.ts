@@ -181,10 +181,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    // undici offers a connection for the next request one turn of the event loop after its answer
-    // ended (setImmediate, queued after this call returns); answering after that turn lets the
-    // next POST of the same delivery take this connection rather than open another.
-    this.answer(true);
+    this.answer();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -203,7 +200,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.signal.removeEventListener('abort', this.onAbort);
   }
 
-  private answer(afterTurn = false): void {
+  private answer(): void {
     if (this.settled) return;
     this.done();
     const answer = {
@@ -211,8 +208,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       statusText: this.statusText || STATUS_CODES[this.status] || '',
       body: Buffer.concat(this.chunks, this.size).toString('utf8'),
     };
-    if (afterTurn) queueMicrotask(() => setImmediate(() => this.resolve(answer)));
-    else this.resolve(answer);
+    this.resolve(answer);
   }
 
   private fail(error: unknown): void {
