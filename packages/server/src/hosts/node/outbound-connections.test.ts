@@ -147,6 +147,21 @@ describe('a connection that ends without an answer', () => {
   });
 });
 
+describe('close()', () => {
+  it('fails a request in flight, ends its connection and refuses later requests', async () => {
+    let serverClosed = false;
+    const s = await raw((socket) => socket.once('close', () => (serverClosed = true)));
+    const http = outbound();
+    const pending = http.post(s.url(), post());
+    await expect.poll(() => s.requests.length).toBe(1);
+    await http.close();
+    expect(await failure(pending)).toBe('the webhook client is closed');
+    await expect.poll(() => serverClosed).toBe(true);
+    expect(await failure(http.post(s.url(), post()))).toBe('the webhook client is closed');
+    expect(s.requests).toHaveLength(1);
+  });
+});
+
 describe('limits of an answer', () => {
   // undici counts the header section's field bytes against the cap (16 KiB).
   const answerWithField = (bytes: number) => `HTTP/1.1 204 No Content\r\nx-big: ${'a'.repeat(bytes)}\r\n\r\n`;
