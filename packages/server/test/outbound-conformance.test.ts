@@ -1,6 +1,6 @@
 /**
  * The outbound port's conformance checks (outbound-checks.ts) against the adapters that run in
- * Node: the Node host's own HTTP/1.1 adapter (hosts/node/outbound.ts) and the Worker host's fetch
+ * Node: the Node host's adapter over undici (hosts/node/outbound.ts) and the Worker host's fetch
  * adapter (hosts/worker/outbound.ts) over Node's fetch. The fetch adapter runs the same checks
  * inside workerd too (test/cloudflare/ports.test.ts).
  */
