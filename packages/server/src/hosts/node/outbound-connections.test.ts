@@ -105,6 +105,11 @@ describe('kept-alive connections', () => {
 });
 
 describe('a connection that ends without an answer', () => {
+  it('a connection that ends after an interim 1xx answer, before the final status, is no answer', async () => {
+    const s = await raw((socket) => socket.end('HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n'));
+    expect(await failure(outbound().post(s.url(), post()))).toContain(`cannot reach http://127.0.0.1:${s.port}:`);
+  });
+
   it('a kept connection the receiver drops on the next request: sent once more, on another connection', async () => {
     const s = await raw((socket, index) => {
       if (index === 1) socket.destroy();

@@ -163,6 +163,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
+    // undici reports interim 1xx answers here too; only a final status is the answer.
+    if (status < 200) return;
     this.started = true;
     this.status = status;
     this.statusText = statusMessage ?? '';
