@@ -1,6 +1,6 @@
 /**
  * The Node adapter of the outbound port (ports/outbound.ts) for webhooks, with the outbound
- * protection of protocol §17.4, over undici (hosts/node/outbound-dispatcher.ts; decision 006):
+ * protection of protocol §17.4, over undici (hosts/node/outbound-dispatcher.ts; decision 007):
  *
  * - When private destinations are not allowed, the host is vetted before anything is sent: a
  *   literal address (any notation the URL parser normalises) or a name in the private/metadata
