@@ -44,6 +44,8 @@ Options:
   --log-format json|pretty     json: one JSON object per line, for a log collector; pretty: readable lines
                                (RIVULET_LOG_FORMAT; default pretty on a terminal, json otherwise)
   --log-slow-ms N              log requests slower than N ms at warn (RIVULET_LOG_SLOW_MS, default 1000; 0: never)
+  --long-poll-timeout-ms N     how long a Durable Streams long-poll waits before answering 204
+                               (RIVULET_LONG_POLL_TIMEOUT_MS, default 30000)
   -h, --help                   show this help
 
 Logs go to standard output. Refused requests worth seeing (bad credentials, limits, invalid input)
@@ -96,6 +98,7 @@ export const serveCommand: Command = {
       'log-level': { type: 'string' },
       'log-format': { type: 'string' },
       'log-slow-ms': { type: 'string' },
+      'long-poll-timeout-ms': { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -155,6 +158,7 @@ export const serveCommand: Command = {
       shutdownGraceMs,
       logger,
       logSlowMs,
+      longPollTimeoutMs: intOption('--long-poll-timeout-ms', pick('long-poll-timeout-ms', 'RIVULET_LONG_POLL_TIMEOUT_MS'), 30_000, 1),
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
       ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
       ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),

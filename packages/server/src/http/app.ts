@@ -25,6 +25,7 @@ import {
 import { STREAMS_PREFIX, hasMethodSuffix, parseStreamAddress } from './stream-url.js';
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 import { connectionMethods, connectionOperations } from './connection-methods.js';
+import { DEFAULT_LONG_POLL_TIMEOUT_MS, DS_PREFIX, durableStreamsHandler } from './durable-streams/routes.js';
 
 /** The route label of an answered preflight (any path: its label stays bounded). */
 const PREFLIGHT_ROUTE = 'OPTIONS {preflight}';
@@ -60,6 +61,8 @@ export interface AppOptions {
    * its other entrances. Without it, the request-duration metric alone (in `metrics`).
    */
   hooks?: RequestHooks;
+  /** How long a Durable Streams long-poll waits before answering 204 (docs/durable-streams.md). */
+  longPollTimeoutMs?: number;
 }
 
 /** The Node incoming message, when the host is Node (the adapter passes it as a binding). */
@@ -112,6 +115,14 @@ export function createApp(options: AppOptions): Hono {
   const { metrics, maxBodyBytes } = options;
   const hooks = hooksOf({ ...options, logger });
   const answerAppend = appendAnswerer({ service: options.service, tokens: options.tokens, maxBodyBytes, logger, hooks });
+  const answerDurableStreams = durableStreamsHandler({
+    service: options.service,
+    tokens: options.tokens,
+    maxBodyBytes,
+    longPollTimeoutMs: options.longPollTimeoutMs ?? DEFAULT_LONG_POLL_TIMEOUT_MS,
+    logger,
+    stopping: options.stopping,
+  });
   const app = new Hono();
 
   app.onError((error) => errorResponse(error, logger));
@@ -136,7 +147,12 @@ export function createApp(options: AppOptions): Hono {
     // A preflight a hook answers (cors.ts) is answered for every path, before authentication.
     const preflight = c.req.method === 'OPTIONS' ? hooks.preflight?.(headerReader(c.req.raw, incomingOf(c))) : undefined;
     try {
-      if (preflight !== undefined) {
+      if (rawPath.startsWith(DS_PREFIX)) {
+        // The Durable Streams protocol answers in its own terms, its CORS included, so before the
+        // shared preflight (docs/durable-streams.md).
+        route = `${c.req.method} ${DS_PREFIX}{name}`;
+        c.res = await answerDurableStreams(c.req.raw, headerReader(c.req.raw, incomingOf(c)), rawPath);
+      } else if (preflight !== undefined) {
         route = PREFLIGHT_ROUTE;
         if ('refused' in preflight) throw preflight.refused;
         c.res = new Response(null, { status: 204, headers: preflight.headers as [string, string][] });

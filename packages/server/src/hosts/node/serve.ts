@@ -94,6 +94,8 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   shutdownGraceMs?: number;
   /** Cross-origin requests (protocol §1.4; `--cors-origin`): off without it. */
   cors?: CorsConfig;
+  /** How long a Durable Streams long-poll waits before answering 204 (`--long-poll-timeout-ms`; docs/durable-streams.md). */
+  longPollTimeoutMs?: number;
   /** Free bytes under the data folder, for `/readyz` (tests; default statfs). */
   freeBytes?(dir: string): number;
 }
@@ -248,6 +250,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     ready: () => ready,
     readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
     stopping: stopping.signal,
+    ...(options.longPollTimeoutMs !== undefined ? { longPollTimeoutMs: options.longPollTimeoutMs } : {}),
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
     hooks,
     backup: () => backups.snapshot(),

@@ -1,0 +1,157 @@
+/**
+ * The Durable Streams view of the stream service (docs/durable-streams.md "State"): the folded
+ * state of each stream, kept in memory and brought up to date from the log on every use, so that
+ * writes by other means (the Rivulet API, copies, another Worker isolate) are always seen.
+ *
+ * Writes decide against the folded state and commit with Rivulet's offset assertion (protocol
+ * §4.3) on their first event: if anything else was appended since the fold, the commit is
+ * refused whole, the state is brought up to date and the write decides again. Writes of one
+ * process to one stream also queue behind each other, so they never refuse one another.
+ */
+import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
+import type { StreamService } from '../../engine/service.js';
+import { parseRaw, type ParsedEvent } from './messages.js';
+import { configOf, emptyState, expiryMs, foldEvent, type DsState } from './state.js';
+
+const PAGE = 500;
+const CACHE_LIMIT = 10_000;
+const MAX_ATTEMPTS = 50;
+
+export class DsStreams {
+  private readonly states = new Map<string, DsState>();
+  private readonly access = new Map<string, number>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(
+    readonly service: StreamService,
+    private readonly now: () => number,
+  ) {}
+
+  /** The stream's state, up to date with its log; null when it does not exist or has expired. */
+  async load(projectId: string | null, path: string): Promise<DsState | null> {
+    const key = keyOf(projectId, path);
+    let state = this.states.get(key);
+    for (;;) {
+      const from = state?.head ?? 0;
+      const page = await this.service.read(projectId, path, { afterOffset: from, limit: PAGE, includeEphemeral: false });
+      if (page.streamId === null) {
+        this.forget(projectId, path);
+        return null;
+      }
+      if (state === undefined || state.streamId !== page.streamId) {
+        state = emptyState(page.streamId);
+        if (from !== 0) continue; // another lifetime: fold it from its start
+      }
+      for (const raw of page.events) foldEvent(state, parseRaw(raw));
+      if (page.events.length < PAGE) {
+        state.head = Math.max(state.head, page.streamMaxOffset);
+        break;
+      }
+    }
+    this.remember(key, state);
+    const expires = expiryMs(configOf(state), Math.max(this.access.get(key) ?? 0, state.lastEventMs));
+    if (expires !== null && this.now() >= expires) {
+      await this.service.destroy(projectId, path);
+      this.forget(projectId, path);
+      return null;
+    }
+    return state;
+  }
+
+  /** A read or write renews a TTL (docs/durable-streams.md "TTL"). */
+  touch(projectId: string | null, path: string): void {
+    this.access.set(keyOf(projectId, path), this.now());
+  }
+
+  forget(projectId: string | null, path: string): void {
+    const key = keyOf(projectId, path);
+    this.states.delete(key);
+    this.access.delete(key);
+  }
+
+  /** Runs `fn` after every earlier write of this process to the stream has finished. */
+  async exclusive<T>(projectId: string | null, path: string, fn: () => Promise<T>): Promise<T> {
+    const key = keyOf(projectId, path);
+    const before = this.queues.get(key) ?? Promise.resolve();
+    const run = before.then(fn, fn);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, settled);
+    void settled.then(() => {
+      if (this.queues.get(key) === settled) this.queues.delete(key);
+    });
+    return run;
+  }
+
+  /**
+   * Decides and commits a write: `decide` sees the up-to-date state and answers the events to
+   * append (or a final answer without any). Decided again when the log moved on in between.
+   */
+  async write<T>(
+    projectId: string | null,
+    path: string,
+    decide: (state: DsState | null) => { inputs: EventInput[]; done(state: DsState, committed: CommittedEvent[]): T } | { answer: T },
+  ): Promise<T> {
+    return this.exclusive(projectId, path, async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const state = await this.load(projectId, path);
+        const decision = decide(state);
+        if ('answer' in decision) return decision.answer;
+        const first = decision.inputs[0]!;
+        const inputs = [{ ...first, offset: state === null ? 2 : state.head + 1 }, ...decision.inputs.slice(1)];
+        let committed: CommittedEvent[];
+        try {
+          committed = await this.service.append(projectId, path, inputs);
+        } catch (error) {
+          if (error instanceof RivuletError && error.code === 'CONFLICT') {
+            // Something else was appended since the fold: give it a turn to commit, then fold again.
+            await new Promise((resolve) => setTimeout(resolve, attempt));
+            continue;
+          }
+          throw error;
+        }
+        const folded = await this.afterCommit(projectId, path, state, committed);
+        this.touch(projectId, path);
+        return decision.done(folded, committed);
+      }
+      throw new RivuletError('UNAVAILABLE', 'the stream kept changing while this write was decided: try again');
+    });
+  }
+
+  private async afterCommit(projectId: string | null, path: string, state: DsState | null, committed: CommittedEvent[]): Promise<DsState> {
+    if (state === null) {
+      // A new lifetime: fold it from the log (its created event and what was just written).
+      const loaded = await this.load(projectId, path);
+      if (loaded === null) throw new RivuletError('UNAVAILABLE', 'the stream was destroyed while it was written');
+      return loaded;
+    }
+    for (const event of committed) foldEvent(state, parsedOf(event));
+    return state;
+  }
+
+  private remember(key: string, state: DsState): void {
+    this.states.delete(key);
+    this.states.set(key, state);
+    if (this.states.size > CACHE_LIMIT) {
+      const oldest = this.states.keys().next().value as string;
+      this.states.delete(oldest);
+    }
+  }
+}
+
+function keyOf(projectId: string | null, path: string): string {
+  return `${projectId ?? ''}\u0000${path}`;
+}
+
+function parsedOf(event: CommittedEvent): ParsedEvent {
+  return {
+    offset: event.offset,
+    type: event.type,
+    createdAt: event.createdAt,
+    payload: event.payload as Record<string, unknown> | undefined,
+    metadata: event.metadata as Record<string, unknown> | undefined,
+    json: JSON.stringify(event),
+  };
+}
