@@ -13,3 +13,6 @@ export function empty(status: number, fields: Fields): Response {
 }
 
 export const notFound = (): Response => refuse(404, 'stream not found');
+
+/** A stream deleted while forks still read it (docs/durable-streams.md "Forks"). */
+export const gone = (): Response => refuse(410, 'the stream was deleted; only its forks still read it');

@@ -6,11 +6,11 @@
  */
 import type { EventInput } from '@rivulet/contract';
 import type { HeaderReader } from '../request-headers.js';
-import { empty, notFound, refuse, type Fields } from './answer.js';
+import { empty, gone, notFound, refuse, type Fields } from './answer.js';
 import { messagesOf } from './bodies.js';
 import { CLOSED_TYPE, STAMP_KEY, stampJson, type ProducerStamp, type Stamp } from './messages.js';
 import type { DsStreams } from './store.js';
-import { configOf, judgeProducer, type DsState } from './state.js';
+import { configOf, headOf, judgeProducer, type DsState } from './state.js';
 import { H, formatOffset, isJsonType, mediaType, parseCount } from './wire.js';
 
 export interface AppendRequest {
@@ -37,7 +37,7 @@ function producerOf(headers: HeaderReader): ProducerStamp | null | Response {
 }
 
 const closedAnswer = (state: DsState): Response =>
-  refuse(409, 'the stream is closed', { [H.closed]: 'true', [H.nextOffset]: formatOffset(state.head) });
+  refuse(409, 'the stream is closed', { [H.closed]: 'true', [H.nextOffset]: formatOffset(headOf(state)) });
 
 function sameProducer(a: ProducerStamp | null, b: ProducerStamp | null): boolean {
   return a !== null && b !== null && a.id === b.id && a.epoch === b.epoch && a.seq === b.seq;
@@ -57,12 +57,13 @@ export async function handleAppend(streams: DsStreams, request: AppendRequest): 
 
   return streams.write(request.projectId, request.path, (state) => {
     if (state === null) return { answer: notFound() };
+    if (state.softDeleted) return { answer: gone() };
     if (state.closed) {
       // The very request that closed the stream, sent again, is answered as it was.
       if (producer !== null && sameProducer(producer, state.closedBy)) {
-        return { answer: empty(204, { [H.nextOffset]: formatOffset(state.head), [H.closed]: 'true', ...echo(producer, producer.seq) }) };
+        return { answer: empty(204, { [H.nextOffset]: formatOffset(headOf(state)), [H.closed]: 'true', ...echo(producer, producer.seq) }) };
       }
-      if (closeOnly && producer === null) return { answer: empty(204, { [H.nextOffset]: formatOffset(state.head), [H.closed]: 'true' }) };
+      if (closeOnly && producer === null) return { answer: empty(204, { [H.nextOffset]: formatOffset(headOf(state)), [H.closed]: 'true' }) };
       return { answer: closedAnswer(state) };
     }
     const config = configOf(state);
@@ -103,7 +104,7 @@ export async function handleAppend(streams: DsStreams, request: AppendRequest): 
     return {
       inputs,
       done: (after) => {
-        const fields: Fields = { [H.nextOffset]: formatOffset(after.head) };
+        const fields: Fields = { [H.nextOffset]: formatOffset(headOf(after)) };
         if (after.closed) fields[H.closed] = 'true';
         // A producer's append answers 200 with its stamp; a close alone answers 204 like any close.
         if (producer !== null) return empty(closeOnly ? 204 : 200, { ...fields, ...echo(producer, producer.seq) });

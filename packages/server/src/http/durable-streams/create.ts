@@ -8,9 +8,10 @@ import type { EventInput, JsonObject } from '@rivulet/contract';
 import type { HeaderReader } from '../request-headers.js';
 import { empty, refuse, type Fields } from './answer.js';
 import { messagesOf } from './bodies.js';
+import { handleFork } from './fork.js';
 import { CLOSED_TYPE, CONFIGURED_TYPE } from './messages.js';
 import type { DsStreams } from './store.js';
-import { configOf, type DsConfig, type DsState } from './state.js';
+import { configOf, headOf, type DsConfig, type DsState } from './state.js';
 import { DEFAULT_CONTENT_TYPE, H, formatOffset, isJsonType, mediaType, parseCount, validContentType } from './wire.js';
 
 export interface CreateRequest {
@@ -46,7 +47,7 @@ function sameConfig(a: DsConfig, b: DsConfig): boolean {
 }
 
 function fieldsOf(state: DsState): Fields {
-  const fields: Fields = { 'content-type': configOf(state).contentType, [H.nextOffset]: formatOffset(state.head) };
+  const fields: Fields = { 'content-type': configOf(state).contentType, [H.nextOffset]: formatOffset(headOf(state)) };
   if (state.closed) fields[H.closed] = 'true';
   return fields;
 }
@@ -54,14 +55,15 @@ function fieldsOf(state: DsState): Fields {
 export async function handleCreate(streams: DsStreams, request: CreateRequest): Promise<Response> {
   const asked = requestedConfig(request.headers);
   if (asked instanceof Response) return asked;
-  if (request.headers.get(H.forkedFrom.toLowerCase()) !== null) return refuse(501, 'forks are not supported by this server yet');
+  if (request.headers.get(H.forkedFrom.toLowerCase()) !== null) return handleFork(streams, { ...request, asked });
   if (request.headers.get(H.forkSubOffset.toLowerCase()) !== null) return refuse(400, 'Stream-Fork-Sub-Offset needs Stream-Forked-From');
   const body = await request.body();
   const messages = messagesOf(body, isJsonType(asked.config.contentType), true);
   if (!messages.ok) return refuse(400, messages.message);
   return streams.write(request.projectId, request.path, (state) => {
     if (state !== null) {
-      const same = sameConfig(configOf(state), asked.config) && state.closed === asked.closed;
+      if (state.softDeleted) return { answer: refuse(409, 'a deleted stream that forks still read cannot be created again') };
+      const same = configOf(state).fork === undefined && sameConfig(configOf(state), asked.config) && state.closed === asked.closed;
       return { answer: same ? empty(200, fieldsOf(state)) : refuse(409, 'the stream exists with other settings') };
     }
     const settings: JsonObject = { contentType: asked.config.contentType };

@@ -14,6 +14,12 @@ import type { RawEvent } from '../../engine/stream-store.js';
 export const MESSAGE_TYPE = 'durable-streams/message';
 export const CONFIGURED_TYPE = 'durable-streams/configured';
 export const CLOSED_TYPE = 'durable-streams/closed';
+/** On a source stream: a fork of it was created, or removed (docs/durable-streams.md "Forks"). */
+export const FORK_ADDED_TYPE = 'durable-streams/fork-added';
+export const FORK_REMOVED_TYPE = 'durable-streams/fork-removed';
+/** A source deleted while forks still read it: gone for its own clients, kept for the forks. */
+export const DELETED_TYPE = 'durable-streams/deleted';
+const OWN_NAMESPACE = 'durable-streams/';
 const CORE_NAMESPACE = 'events.iterate.com/stream/';
 
 /** Who wrote an append, kept in the metadata of its last event (docs/durable-streams.md "Producers"). */
@@ -31,6 +37,8 @@ export interface ParsedEvent {
   payload: Record<string, unknown> | undefined;
   metadata: Record<string, unknown> | undefined;
   json: string;
+  /** The reader's offset of this event (a fork's own events are shifted, state.ts `baseOf`). */
+  position?: number;
 }
 
 export function parseRaw(raw: RawEvent): ParsedEvent {
@@ -45,8 +53,8 @@ export function parseRaw(raw: RawEvent): ParsedEvent {
 
 /** Whether an event is a message to Durable Streams readers (see the header). */
 export function isMessage(type: string): boolean {
-  if (type === CONFIGURED_TYPE || type === CLOSED_TYPE) return false;
-  return !type.startsWith(CORE_NAMESPACE);
+  if (type === MESSAGE_TYPE) return true;
+  return !type.startsWith(OWN_NAMESPACE) && !type.startsWith(CORE_NAMESPACE);
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -5,9 +5,9 @@
  * reached the head, and `Stream-Closed` that nothing will ever follow.
  */
 import type { DsStreams } from './store.js';
-import { empty, notFound, refuse, type Fields } from './answer.js';
+import { empty, gone, notFound, refuse, type Fields } from './answer.js';
 import { CLOSED_TYPE, isMessage, messageBytes, messageJson, parseRaw, type ParsedEvent } from './messages.js';
-import { configOf, type DsState } from './state.js';
+import { baseOf, configOf, headOf, type DsState } from './state.js';
 import { H, formatOffset, isJsonType, parseOffset, responseCursor, type OffsetQuery } from './wire.js';
 
 const PAGE = 500;
@@ -20,22 +20,52 @@ export interface Collected {
   upToDate: boolean;
 }
 
-/** Messages after `after`, up to the read budget. */
-export async function collect(streams: DsStreams, projectId: string | null, path: string, after: number): Promise<Collected> {
+/**
+ * Messages after the reader's offset `after`, up to the read budget: on a fork, first what it
+ * inherits (docs/durable-streams.md "Forks"), then its own, whose offsets are shifted by its base.
+ */
+export async function collect(streams: DsStreams, projectId: string | null, path: string, state: DsState, after: number): Promise<Collected> {
+  const base = baseOf(state);
+  const origin = state.config?.fork;
+  const inherited = origin !== undefined && after < base ? await inheritedMessages(streams, projectId, origin.from, after, base) : [];
+  const own = await ownMessages(streams, projectId, path, base, Math.max(0, after - base), Number.MAX_SAFE_INTEGER);
+  return { messages: [...inherited, ...own.messages], next: base + own.next, upToDate: own.upToDate };
+}
+
+/** A source's messages in (after, cap], its own inheritance included, however deep. */
+export async function inheritedMessages(streams: DsStreams, projectId: string | null, path: string, after: number, cap: number): Promise<ParsedEvent[]> {
+  const source = await streams.load(projectId, path, true);
+  if (source === null) return [];
+  const base = baseOf(source);
+  const origin = source.config?.fork;
+  const inherited = origin !== undefined && after < base ? await inheritedMessages(streams, projectId, origin.from, after, Math.min(cap, base)) : [];
+  if (cap <= base) return inherited;
+  const own = await ownMessages(streams, projectId, path, base, Math.max(0, after - base), cap - base);
+  return [...inherited, ...own.messages];
+}
+
+/** A stream's own messages in (after, upTo] of its Rivulet offsets, up to the read budget. */
+async function ownMessages(streams: DsStreams, projectId: string | null, path: string, base: number, after: number, upTo: number): Promise<Collected> {
   const messages: ParsedEvent[] = [];
   let cursor = after;
   let bytes = 0;
   for (;;) {
-    const page = await streams.service.read(projectId, path, { afterOffset: cursor, limit: PAGE, includeEphemeral: false });
+    const page = await streams.service.read(projectId, path, {
+      afterOffset: cursor,
+      beforeOffset: upTo === Number.MAX_SAFE_INTEGER ? undefined : upTo + 1,
+      limit: PAGE,
+      includeEphemeral: false,
+    });
     for (const raw of page.events) {
       cursor = raw.offset;
       const event = parseRaw(raw);
       if (!isMessage(event.type)) continue;
+      event.position = base + raw.offset;
       messages.push(event);
       bytes += raw.json.length;
       if (bytes >= READ_BUDGET) return { messages, next: cursor, upToDate: cursor >= page.streamMaxOffset };
     }
-    if (page.events.length < PAGE) return { messages, next: Math.max(cursor, page.streamMaxOffset), upToDate: true };
+    if (page.events.length < PAGE) return { messages, next: Math.max(cursor, Math.min(upTo, page.streamMaxOffset)), upToDate: true };
   }
 }
 
@@ -80,16 +110,17 @@ export async function handleRead(streams: DsStreams, request: ReadRequest): Prom
   if (live === 'long-poll' && offset === null) return refuse(400, 'long-poll needs an offset');
   const state = await streams.load(projectId, path);
   if (state === null) return notFound();
+  if (state.softDeleted) return gone();
   streams.touch(projectId, path);
   const config = configOf(state);
   const json = isJsonType(config.contentType);
   if (offset?.kind === 'now' && live !== 'long-poll') {
-    const fields: Fields = { 'content-type': config.contentType, [H.nextOffset]: formatOffset(state.head), [H.upToDate]: 'true', 'cache-control': 'no-store' };
+    const fields: Fields = { 'content-type': config.contentType, [H.nextOffset]: formatOffset(headOf(state)), [H.upToDate]: 'true', 'cache-control': 'no-store' };
     if (state.closed) fields[H.closed] = 'true';
     return new Response(json ? '[]' : '', { status: 200, headers: fields });
   }
-  const after = offset === null || offset.kind === 'start' ? 0 : offset.kind === 'now' ? state.head : offset.offset;
-  let found = await collect(streams, projectId, path, after);
+  const after = offset === null || offset.kind === 'start' ? 0 : offset.kind === 'now' ? headOf(state) : offset.offset;
+  let found = await collect(streams, projectId, path, state, after);
   let current: DsState = state;
   if (live === 'long-poll') {
     const cursor = responseCursor(request.now, query.get('cursor'));
@@ -99,7 +130,7 @@ export async function handleRead(streams: DsStreams, request: ReadRequest): Prom
       const reloaded = await streams.load(projectId, path);
       if (reloaded === null) return notFound();
       current = reloaded;
-      found = await collect(streams, projectId, path, after);
+      found = await collect(streams, projectId, path, current, after);
       if (found.messages.length === 0) {
         const fields: Fields = { [H.nextOffset]: formatOffset(found.next), [H.upToDate]: 'true', [H.cursor]: cursor };
         if (current.closed) fields[H.closed] = 'true';
@@ -112,7 +143,7 @@ export async function handleRead(streams: DsStreams, request: ReadRequest): Prom
 }
 
 function answerMessages(state: DsState, found: Collected, json: boolean, offset: OffsetQuery | null, ifNoneMatch: string | null, extra: Fields): Response {
-  const closedHere = state.closed && found.upToDate && found.next >= state.head;
+  const closedHere = state.closed && found.upToDate && found.next >= headOf(state);
   const start = offset === null || offset.kind === 'start' ? '-1' : formatOffset(offset.kind === 'at' ? offset.offset : found.next);
   const etag = `"${state.streamId}:${start}:${formatOffset(found.next)}${closedHere ? ':c' : ''}"`;
   if (ifNoneMatch !== null && ifNoneMatch === etag) return empty(304, { etag });
@@ -137,7 +168,8 @@ export async function waitForMore(
   const stop = () => abort.abort();
   request.signal?.addEventListener('abort', stop, { once: true });
   try {
-    const items = streams.service.tail(request.projectId, request.path, { afterOffset: after, expectedStreamId: state.streamId, signal: abort.signal });
+    const own = Math.max(0, after - baseOf(state));
+    const items = streams.service.tail(request.projectId, request.path, { afterOffset: own, expectedStreamId: state.streamId, signal: abort.signal });
     for await (const item of items) {
       if (item.kind === 'destroyed') return 'gone';
       if (item.kind !== 'events') continue;
@@ -157,12 +189,13 @@ export async function waitForMore(
 export async function handleHead(streams: DsStreams, projectId: string | null, path: string): Promise<Response> {
   const state = await streams.load(projectId, path);
   if (state === null) return empty(404, {});
+  if (state.softDeleted) return empty(410, {});
   const config = configOf(state);
   const fields: Fields = {
     'content-type': config.contentType,
-    [H.nextOffset]: formatOffset(state.head),
+    [H.nextOffset]: formatOffset(headOf(state)),
     'cache-control': 'no-store',
-    etag: `"${state.streamId}:-1:${formatOffset(state.head)}${state.closed ? ':c' : ''}"`,
+    etag: `"${state.streamId}:-1:${formatOffset(headOf(state))}${state.closed ? ':c' : ''}"`,
   };
   if (state.closed) fields[H.closed] = 'true';
   if (config.ttlSeconds !== undefined) fields[H.ttl] = String(config.ttlSeconds);

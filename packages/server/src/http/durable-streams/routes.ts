@@ -9,7 +9,7 @@ import { authenticate, type TokenTable } from '../auth.js';
 import { checkDeclaredLength, readBodyBytes } from '../body.js';
 import { toRivuletError, type ErrorLogger } from '../errors.js';
 import type { HeaderReader } from '../request-headers.js';
-import { empty, notFound, refuse } from './answer.js';
+import { empty, gone, notFound, refuse } from './answer.js';
 import { handleAppend } from './append.js';
 import { addBrowserHeaders, preflight } from './cors.js';
 import { handleCreate } from './create.js';
@@ -86,8 +86,8 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
       case 'DELETE': {
         const state = await streams.load(projectId, path);
         if (state === null) return notFound();
-        await options.service.destroy(projectId, path);
-        streams.forget(projectId, path);
+        if (state.softDeleted) return gone();
+        await streams.exclusive(projectId, path, () => streams.remove(projectId, path, state));
         return empty(204, {});
       }
       default:

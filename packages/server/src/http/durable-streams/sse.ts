@@ -7,9 +7,9 @@
  * never forge a frame.
  */
 import type { DsStreams } from './store.js';
-import { notFound, refuse } from './answer.js';
+import { gone, notFound, refuse } from './answer.js';
 import { collect, offsetOf, renderBody, waitForMore } from './read.js';
-import { configOf } from './state.js';
+import { configOf, headOf } from './state.js';
 import { toBase64 } from './messages.js';
 import { H, formatOffset, isJsonType, isTextType, responseCursor } from './wire.js';
 
@@ -37,6 +37,7 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
   const { projectId, path } = request;
   const state = await streams.load(projectId, path);
   if (state === null) return notFound();
+  if (state.softDeleted) return gone();
   streams.touch(projectId, path);
   const contentType = configOf(state).contentType;
   const json = isJsonType(contentType);
@@ -47,17 +48,17 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
   request.stopping?.addEventListener('abort', stop, { once: true });
 
   async function* frames(): AsyncGenerator<Uint8Array> {
-    let after = start.kind === 'start' ? 0 : start.kind === 'now' ? state!.head : start.offset;
+    let after = start.kind === 'start' ? 0 : start.kind === 'now' ? headOf(state!) : start.offset;
     while (!abort.signal.aborted) {
       const current = await streams.load(projectId, path);
       if (current === null) return;
-      const found = await collect(streams, projectId, path, after);
+      const found = await collect(streams, projectId, path, current, after);
       if (found.messages.length > 0) {
         const body = renderBody(found.messages, json);
         yield frame('data', base64 ? toBase64(body) : decoder.decode(body));
       }
       after = found.next;
-      if (current.closed && found.upToDate && after >= current.head) {
+      if (current.closed && found.upToDate && after >= headOf(current)) {
         yield frame('control', JSON.stringify({ streamNextOffset: formatOffset(after), streamClosed: true }));
         return;
       }

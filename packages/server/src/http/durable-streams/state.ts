@@ -3,12 +3,24 @@
  * "State"): its settings, its closure, the last `Stream-Seq` and each producer's epoch and last
  * sequence number. Pure: folding the same events always gives the same state.
  */
-import { CLOSED_TYPE, CONFIGURED_TYPE, stampOf, type ParsedEvent, type ProducerStamp } from './messages.js';
+import { CLOSED_TYPE, CONFIGURED_TYPE, DELETED_TYPE, FORK_ADDED_TYPE, FORK_REMOVED_TYPE, stampOf, type ParsedEvent, type ProducerStamp } from './messages.js';
+
+/** What a fork was made from (docs/durable-streams.md "Forks"). */
+export interface ForkOrigin {
+  /** The source's Rivulet path, in the same project. */
+  from: string;
+  /** The source offset the fork inherits through (after the sub-offset, if one was given). */
+  offset: number;
+  /** What the creating request asked for, to judge a repeated create. */
+  askedOffset: number | null;
+  subOffset: number;
+}
 
 export interface DsConfig {
   contentType: string;
   ttlSeconds?: number;
   expiresAt?: string;
+  fork?: ForkOrigin;
 }
 
 export interface ProducerState {
@@ -29,6 +41,23 @@ export interface DsState {
   producers: Map<string, ProducerState>;
   /** `createdAt` of the newest event, in Unix ms: the TTL counts from here after a restart. */
   lastEventMs: number;
+  /** Forks that still read this stream. */
+  forks: Set<string>;
+  /** Deleted while forks still read it. */
+  softDeleted: boolean;
+}
+
+/**
+ * Offsets of a fork's own events are shifted past the offset it forked at, so that the offsets a
+ * reader sees keep increasing from the inherited part into the fork's own.
+ */
+export function baseOf(state: DsState): number {
+  return state.config?.fork?.offset ?? 0;
+}
+
+/** The offset a reader at the head of the stream holds. */
+export function headOf(state: DsState): number {
+  return baseOf(state) + state.head;
 }
 
 /** The settings a stream that no Durable Streams client created answers with. */
@@ -39,7 +68,18 @@ export function configOf(state: DsState): DsConfig {
 }
 
 export function emptyState(streamId: string): DsState {
-  return { streamId, head: 0, config: null, closed: false, closedBy: null, lastSeq: null, producers: new Map(), lastEventMs: 0 };
+  return {
+    streamId,
+    head: 0,
+    config: null,
+    closed: false,
+    closedBy: null,
+    lastSeq: null,
+    producers: new Map(),
+    lastEventMs: 0,
+    forks: new Set(),
+    softDeleted: false,
+  };
 }
 
 export function foldEvent(state: DsState, event: ParsedEvent): void {
@@ -47,12 +87,17 @@ export function foldEvent(state: DsState, event: ParsedEvent): void {
   const ms = Date.parse(event.createdAt);
   if (Number.isFinite(ms)) state.lastEventMs = Math.max(state.lastEventMs, ms);
   if (event.type === CONFIGURED_TYPE && state.config === null && event.payload !== undefined) {
-    const { contentType, ttlSeconds, expiresAt } = event.payload;
+    const { contentType, ttlSeconds, expiresAt, fork } = event.payload;
     const config: DsConfig = { contentType: typeof contentType === 'string' ? contentType : 'application/octet-stream' };
     if (typeof ttlSeconds === 'number') config.ttlSeconds = ttlSeconds;
     if (typeof expiresAt === 'string') config.expiresAt = expiresAt;
+    if (fork !== null && typeof fork === 'object') config.fork = fork as unknown as ForkOrigin;
     state.config = config;
   }
+  const forkPath = event.payload?.path;
+  if (event.type === FORK_ADDED_TYPE && typeof forkPath === 'string') state.forks.add(forkPath);
+  if (event.type === FORK_REMOVED_TYPE && typeof forkPath === 'string') state.forks.delete(forkPath);
+  if (event.type === DELETED_TYPE) state.softDeleted = true;
   const stamp = stampOf(event);
   if (stamp?.seq !== undefined && typeof stamp.seq === 'string') state.lastSeq = stamp.seq;
   const producer = stamp?.producer;

@@ -10,7 +10,7 @@
  */
 import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
-import { parseRaw, type ParsedEvent } from './messages.js';
+import { DELETED_TYPE, FORK_REMOVED_TYPE, parseRaw, type ParsedEvent } from './messages.js';
 import { configOf, emptyState, expiryMs, foldEvent, type DsState } from './state.js';
 
 const PAGE = 500;
@@ -27,8 +27,11 @@ export class DsStreams {
     private readonly now: () => number,
   ) {}
 
-  /** The stream's state, up to date with its log; null when it does not exist or has expired. */
-  async load(projectId: string | null, path: string): Promise<DsState | null> {
+  /**
+   * The stream's state, up to date with its log; null when it does not exist or has expired. An
+   * expired stream is removed here (`raw` skips that: a fork reading its source's events).
+   */
+  async load(projectId: string | null, path: string, raw = false): Promise<DsState | null> {
     const key = keyOf(projectId, path);
     let state = this.states.get(key);
     for (;;) {
@@ -49,13 +52,36 @@ export class DsStreams {
       }
     }
     this.remember(key, state);
+    if (raw || state.softDeleted) return state;
     const expires = expiryMs(configOf(state), Math.max(this.access.get(key) ?? 0, state.lastEventMs));
-    if (expires !== null && this.now() >= expires) {
-      await this.service.destroy(projectId, path);
-      this.forget(projectId, path);
-      return null;
-    }
+    if (expires !== null && this.now() >= expires) return (await this.remove(projectId, path, state)) ? state : null;
     return state;
+  }
+
+  /**
+   * Deletes a stream (docs/durable-streams.md "Forks"): one that forks still read is only marked
+   * deleted (answers true); otherwise it is destroyed, its source learns the fork is gone, and a
+   * source already deleted goes too once its last fork has. Bookkeeping events are appended without
+   * the offset assertion: they only add or remove a member of a set.
+   */
+  async remove(projectId: string | null, path: string, state: DsState): Promise<boolean> {
+    if (state.forks.size > 0) {
+      if (!state.softDeleted) await this.service.append(projectId, path, [{ type: DELETED_TYPE, payload: {} }]);
+      state.softDeleted = true;
+      return true;
+    }
+    await this.service.destroy(projectId, path);
+    this.forget(projectId, path);
+    const origin = state.config?.fork;
+    if (origin !== undefined) {
+      const source = await this.load(projectId, origin.from, true);
+      if (source !== null) {
+        await this.service.append(projectId, origin.from, [{ type: FORK_REMOVED_TYPE, payload: { path } }]);
+        const after = await this.load(projectId, origin.from, true);
+        if (after !== null && after.softDeleted && after.forks.size === 0) await this.remove(projectId, origin.from, after);
+      }
+    }
+    return false;
   }
 
   /** A read or write renews a TTL (docs/durable-streams.md "TTL"). */

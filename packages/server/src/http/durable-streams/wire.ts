@@ -2,9 +2,10 @@
  * The Durable Streams wire vocabulary (docs/durable-streams.md "Wire"): header names, the offset
  * form, the long-poll cursor and content-type rules. Pure: no I/O, time comes in as an argument.
  *
- * Offsets are the Rivulet offset of the last event a reader has seen, as 16 decimal digits, so
- * they compare as strings exactly as the offsets compare as numbers; `-1` is the start and `now`
- * the tail.
+ * An offset is the position of the last event a reader has seen, as 16 decimal digits, then `_`
+ * and 16 zeros (a half kept for later, the shape other servers of the protocol use), so offsets
+ * compare as strings exactly as positions compare as numbers; `-1` is the start and `now` the
+ * tail.
  */
 
 export const DS_PREFIX = '/v1/stream/';
@@ -29,10 +30,18 @@ export const H = {
 } as const;
 
 const OFFSET_DIGITS = 16;
-const OFFSET_PATTERN = /^\d{16}$/;
+const RESERVED = '_0000000000000000';
+const OFFSET_PATTERN = /^\d{16}_0{16}$/;
 
 export function formatOffset(offset: number): string {
-  return String(offset).padStart(OFFSET_DIGITS, '0');
+  return String(offset).padStart(OFFSET_DIGITS, '0') + RESERVED;
+}
+
+/** A position in offset form, or null. */
+export function parsePosition(text: string): number | null {
+  if (!OFFSET_PATTERN.test(text)) return null;
+  const offset = Number(text.slice(0, OFFSET_DIGITS));
+  return Number.isSafeInteger(offset) ? offset : null;
 }
 
 /** What an `offset` query parameter asks for, or null when it is not an offset of this server. */
@@ -41,9 +50,8 @@ export type OffsetQuery = { kind: 'start' } | { kind: 'now' } | { kind: 'at'; of
 export function parseOffset(text: string): OffsetQuery | null {
   if (text === '-1') return { kind: 'start' };
   if (text === 'now') return { kind: 'now' };
-  if (!OFFSET_PATTERN.test(text)) return null;
-  const offset = Number(text);
-  return Number.isSafeInteger(offset) ? { kind: 'at', offset } : null;
+  const offset = parsePosition(text);
+  return offset === null ? null : { kind: 'at', offset };
 }
 
 /** The media type without parameters, lower case (`Text/Plain; charset=x` → `text/plain`). */

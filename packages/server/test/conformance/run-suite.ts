@@ -1,0 +1,58 @@
+/**
+ * Runs the Durable Streams conformance suite (durable-streams.suite.ts) in a vitest process of its
+ * own against `baseUrl` and counts its results from vitest's JSON report.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+
+export interface SuiteResult {
+  passed: string[];
+  failed: { name: string; message: string }[];
+  /** Tests the suite itself skips (its subscription APIs are opt-in). */
+  skipped: string[];
+  total: number;
+}
+
+interface JsonReport {
+  testResults: { assertionResults: { fullName: string; status: string; failureMessages: string[] }[] }[];
+}
+
+export async function runSuite(baseUrl: string, longPollTimeoutMs: number): Promise<SuiteResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'ds-conformance-'));
+  const report = join(dir, 'report.json');
+  try {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', HERE, '--config', join(HERE, 'vitest.config.ts'), '--reporter=json', `--outputFile=${report}`],
+      { cwd: HERE, env: { ...process.env, DS_CONFORMANCE_URL: baseUrl, DS_LONG_POLL_TIMEOUT_MS: String(longPollTimeoutMs) }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    await new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    let parsed: JsonReport;
+    try {
+      parsed = JSON.parse(readFileSync(report, 'utf8')) as JsonReport;
+    } catch (error) {
+      throw new Error(`the conformance run wrote no report; its output:\n${output}`, { cause: error });
+    }
+    const result: SuiteResult = { passed: [], failed: [], skipped: [], total: 0 };
+    for (const file of parsed.testResults) {
+      for (const test of file.assertionResults) {
+        result.total++;
+        if (test.status === 'passed') result.passed.push(test.fullName);
+        else if (test.status === 'failed') result.failed.push({ name: test.fullName, message: (test.failureMessages[0] ?? '').split('\n')[0]! });
+        else result.skipped.push(test.fullName);
+      }
+    }
+    return result;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
