@@ -163,6 +163,7 @@ export class DsStreams {
     if (this.states.size > CACHE_LIMIT) {
       const oldest = this.states.keys().next().value as string;
       this.states.delete(oldest);
+      this.access.delete(oldest);
     }
   }
 }
