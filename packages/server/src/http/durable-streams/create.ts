@@ -36,7 +36,7 @@ export function requestedConfig(headers: HeaderReader): { config: DsConfig; clos
     config.ttlSeconds = seconds;
   }
   if (expiresAt !== null) {
-    if (!Number.isFinite(Date.parse(expiresAt))) return refuse(400, 'Stream-Expires-At must be an RFC 3339 timestamp');
+    if (!Number.isFinite(Date.parse(expiresAt))) return refuse(400, 'Stream-Expires-At must be a timestamp such as 2030-01-01T00:00:00Z');
     config.expiresAt = expiresAt;
   }
   return { config, closed: headers.get(H.closed.toLowerCase()) === 'true' };
