@@ -41,6 +41,9 @@ const workerE2e = [
   'expression-budgets',
   'read-etag',
   'metrics-alerting',
+  'durable-streams',
+  'durable-streams-errors',
+  'durable-streams-interop',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

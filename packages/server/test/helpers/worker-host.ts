@@ -50,6 +50,7 @@ const SUPPORTED = new Set([
   'cors',
   'logLevel',
   'logSlowMs',
+  'longPollTimeoutMs',
 ]);
 
 function bindingsOf(options: WorkerHostOptions): Record<string, string> {
@@ -79,6 +80,7 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
   put('RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS', options.cors?.allowAnyOriginWithTokens);
   put('RIVULET_LOG_LEVEL', options.logLevel);
   put('RIVULET_LOG_SLOW_MS', options.logSlowMs);
+  put('RIVULET_LONG_POLL_TIMEOUT_MS', options.longPollTimeoutMs);
   return b;
 }
 

@@ -36,7 +36,7 @@ import { errorResponse } from '../../http/errors.js';
 import { requestLogHook } from '../../http/request-log.js';
 import { VERSION } from '../../version.js';
 import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
-import { corsOf, logSlowMsOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
+import { corsOf, logSlowMsOf, longPollTimeoutOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
 import { createWorkerLogger, workerLogLevel } from './logger.js';
 import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
@@ -56,7 +56,9 @@ function appFor(env: WorkerEnv): Hono {
     configureLogs(env);
     const metrics = createServerMetrics(undefined, { version: VERSION });
     const cors = corsOf(env);
+    const longPollTimeoutMs = longPollTimeoutOf(env);
     app = createApp({
+      ...(longPollTimeoutMs !== undefined ? { longPollTimeoutMs } : {}),
       service: durableStreamService(env, metrics),
       tokens: tokensOf(env),
       metrics,

@@ -39,6 +39,8 @@ export interface WorkerEnv {
   RIVULET_EXPRESSION_MEMORY_BYTES?: string;
   RIVULET_MAX_EVENT_BYTES?: string;
   RIVULET_MAX_BODY_BYTES?: string;
+  /** How long a Durable Streams long-poll waits (docs/durable-streams.md "Long-poll"). */
+  RIVULET_LONG_POLL_TIMEOUT_MS?: string;
   RIVULET_MAX_CORE_STATE_BYTES?: string;
   RIVULET_EPHEMERAL_RETENTION_COUNT?: string;
   /** Origins answered cross-origin, comma-separated, or `*` (protocol §1.4; `--cors-origin`). */
@@ -139,4 +141,9 @@ export function logSlowMsOf(env: WorkerEnv): number {
 
 export function maxBodyBytesOf(env: WorkerEnv): number {
   return int(env, 'RIVULET_MAX_BODY_BYTES', Defaults.maxBodyBytes);
+}
+
+/** `RIVULET_LONG_POLL_TIMEOUT_MS`, or undefined for the app's default. */
+export function longPollTimeoutOf(env: WorkerEnv): number | undefined {
+  return env.RIVULET_LONG_POLL_TIMEOUT_MS === undefined ? undefined : int(env, 'RIVULET_LONG_POLL_TIMEOUT_MS', 0);
 }

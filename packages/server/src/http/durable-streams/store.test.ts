@@ -1,0 +1,102 @@
+/**
+ * The write path of store.ts (docs/durable-streams.md "State"): a write decides against the
+ * folded state, commits with the offset assertion, and when the log moved on in between decides
+ * again against the new state — over a scripted stream service.
+ */
+import { describe, expect, it } from 'vitest';
+import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
+import type { ReadOptions, StreamService } from '../../engine/service.js';
+import type { ReadRawResult } from '../../engine/actor.js';
+import { DsStreams } from './store.js';
+import { CONFIGURED_TYPE, MESSAGE_TYPE } from './messages.js';
+
+/** A one-stream log; `intrude` appends as another writer would, between a fold and a commit. */
+function scriptedLog() {
+  const events: CommittedEvent[] = [];
+  const push = (input: EventInput) => {
+    const event = { ...input, path: '/s', offset: events.length + 1, createdAt: '2026-12-01T00:00:00.000Z' } as CommittedEvent;
+    events.push(event);
+    return event;
+  };
+  push({ type: 'events.iterate.com/stream/created', payload: {} });
+  push({ type: CONFIGURED_TYPE, payload: { contentType: 'text/plain' } });
+  const asserted: number[] = [];
+  let intrusions = 0;
+  const service = {
+    async read(_p: string | null, _path: string, options: ReadOptions): Promise<ReadRawResult> {
+      const page = events.filter((e) => e.offset > options.afterOffset).slice(0, options.limit);
+      return { streamId: 'lifetime', streamMaxOffset: events.length, events: page.map((e) => ({ offset: e.offset, json: JSON.stringify(e) })) };
+    },
+    async append(_p: string | null, _path: string, inputs: readonly EventInput[]): Promise<CommittedEvent[]> {
+      asserted.push(inputs[0]!.offset ?? -1);
+      if (intrusions > 0) {
+        intrusions--;
+        push({ type: 'shop.example/other', payload: {} });
+      }
+      if (inputs[0]!.offset !== events.length + 1) throw new RivuletError('CONFLICT', 'offset assertion failed');
+      return inputs.map(({ offset: _offset, ...input }) => push(input));
+    },
+    async destroy() {
+      return true;
+    },
+  } as unknown as StreamService;
+  return { service, events, asserted, intrude: (times: number) => (intrusions = times) };
+}
+
+describe('DsStreams.write', () => {
+  it('asserts the next offset and folds what it committed', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    const head = await streams.write(null, '/s', () => ({
+      inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }],
+      done: (after) => after.head,
+    }));
+    expect(log.asserted).toEqual([3]);
+    expect(head).toBe(3);
+  });
+
+  it('decides again against the new state when another writer got in between', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    await streams.load(null, '/s');
+    log.intrude(2);
+    const seen: number[] = [];
+    const head = await streams.write(null, '/s', (state) => {
+      seen.push(state!.head);
+      return { inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }], done: (after) => after.head };
+    });
+    expect(seen).toEqual([2, 3, 4]);
+    expect(log.asserted).toEqual([3, 4, 5]);
+    expect(head).toBe(5);
+    expect(log.events.map((e) => e.type).slice(2)).toEqual(['shop.example/other', 'shop.example/other', MESSAGE_TYPE]);
+  });
+
+  it('gives up with UNAVAILABLE when the stream keeps changing', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    log.intrude(1_000);
+    await expect(
+      streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }], done: () => 0 })),
+    ).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'the stream kept changing while this write was decided: try again' });
+    expect(log.asserted).toHaveLength(50);
+  });
+
+  it('passes on refusals other than the offset assertion', async () => {
+    const log = scriptedLog();
+    const failing = { ...log.service, append: async () => Promise.reject(new RivuletError('PAYLOAD_TOO_LARGE', 'too big')) } as unknown as StreamService;
+    const streams = new DsStreams(failing, () => 0);
+    await expect(
+      streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }], done: () => 0 })),
+    ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: 'too big' });
+  });
+
+  it('queues the writes of one process to one stream', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    const write = (text: string) =>
+      streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    const heads = await Promise.all([write('a'), write('b'), write('c')]);
+    expect(heads).toEqual([3, 4, 5]);
+    expect(log.asserted).toEqual([3, 4, 5]);
+  });
+});
