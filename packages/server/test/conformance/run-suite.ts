@@ -13,7 +13,8 @@ const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 export interface SuiteResult {
   passed: string[];
-  failed: { name: string; message: string }[];
+  /** `timedOut`: the suite's own per-test timer ran out (vitest reports it as STACK_TRACE_ERROR). */
+  failed: { name: string; message: string; timedOut: boolean }[];
   /** Tests the suite itself skips (its subscription APIs are opt-in). */
   skipped: string[];
   total: number;
@@ -47,7 +48,10 @@ export async function runSuite(baseUrl: string, longPollTimeoutMs: number): Prom
       for (const test of file.assertionResults) {
         result.total++;
         if (test.status === 'passed') result.passed.push(test.fullName);
-        else if (test.status === 'failed') result.failed.push({ name: test.fullName, message: (test.failureMessages[0] ?? '').split('\n')[0]! });
+        else if (test.status === 'failed') {
+          const message = (test.failureMessages[0] ?? '').split('\n')[0]!;
+          result.failed.push({ name: test.fullName, message, timedOut: message === 'Error: STACK_TRACE_ERROR' });
+        }
         else result.skipped.push(test.fullName);
       }
     }
