@@ -172,6 +172,7 @@ function keyOf(projectId: string | null, path: string): string {
   return `${projectId ?? ''}\u0000${path}`;
 }
 
+/** A committed event as folding sees it; its JSON text is only made if something reads it. */
 function parsedOf(event: CommittedEvent): ParsedEvent {
   return {
     offset: event.offset,
@@ -179,6 +180,8 @@ function parsedOf(event: CommittedEvent): ParsedEvent {
     createdAt: event.createdAt,
     payload: event.payload as Record<string, unknown> | undefined,
     metadata: event.metadata as Record<string, unknown> | undefined,
-    json: JSON.stringify(event),
+    get json() {
+      return JSON.stringify(event);
+    },
   };
 }
