@@ -1,6 +1,6 @@
 /**
  * End-to-end over real HTTP: the Durable Streams routes and the seams with Rivulet's own API
- * (docs/durable-streams.md "One namespace", decision 006). The protocol's own rules are judged by
+ * (docs/durable-streams.md "One namespace", decision 008). The protocol's own rules are judged by
  * the public suite (durable-streams-conformance.test.ts); this file tests what is Rivulet's:
  * where the messages go, how other events read back, projects, and every refusal's message.
  */
