@@ -11,3 +11,4 @@ export * from './validation.js';
 export * from './deliveries.js';
 export * from './processors.js';
 export * from './connections.js';
+export * from './subscription-admin.js';

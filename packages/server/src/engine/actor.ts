@@ -9,7 +9,7 @@
  *
  * Reads never go beyond the committed head, so nothing that could still be lost is ever shown.
  */
-import { RivuletError, type CommittedEvent, type CoreState, type RuntimeState } from '@rivulet/contract';
+import { EventType, RivuletError, type CommittedEvent, type CoreState, type RuntimeState, type SubscriptionConfiguredPayload } from '@rivulet/contract';
 import type { AppendInput, Authority } from '../core/append-input.js';
 import { decideAppend, type AppendDecision } from '../core/decide-append.js';
 import { createControlRules, type ControlRules } from '../core/subscription-rules.js';
@@ -98,7 +98,7 @@ export class StreamActor {
     if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
     const row = this.deps.store.find(this.projectId, this.path);
     const state = row ? this.deps.store.stateOf(row) : null;
-    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null, this.deps.timer);
+    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null, this.deps.timer, this.deps.config.deliveryAttemptsKept);
     if (row && (subscriptions.size > 0 || Object.keys(state!.subscriptions.outbound.byKey).length > 0)) {
       storage.transaction(() => subscriptions.repair(state, row.sid));
     }
@@ -154,6 +154,12 @@ export class StreamActor {
 
   get store(): StreamStore {
     return this.deps.store;
+  }
+
+  /** A subscription-configured payload as configuring it here would store it (protocol §9.3's stateless rules). */
+  normalizeSubscription(payload: SubscriptionConfiguredPayload): SubscriptionConfiguredPayload {
+    const input: AppendInput = { type: EventType.subscriptionConfigured, payload: payload as never };
+    return this.controlRules.normalize(input).payload as unknown as SubscriptionConfiguredPayload;
   }
 
   /**

@@ -129,6 +129,7 @@ export function composeEngine(options: EngineOptions): Engine {
     random,
     timer,
     log,
+    laggingAfterMs: config.laggingAfterMs,
     ...(options.connectionLimits ? { connectionLimits: options.connectionLimits } : {}),
   });
   metrics.liveConnections.collect = () => [{ labels: {}, value: service.connections.size }];

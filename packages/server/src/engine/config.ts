@@ -27,6 +27,10 @@ export interface EngineConfig {
   expressionTimeMs: number;
   /** Memory budget of one JSONata evaluation, in estimated bytes (protocol §16.8). */
   expressionMemoryBytes: number;
+  /** Delivery attempts kept per subscription (protocol §22); 0 keeps none. */
+  deliveryAttemptsKept: number;
+  /** A subscription owing an event appended at least this long ago is "lagging" (protocol §21.2). */
+  laggingAfterMs: number;
 }
 
 export const defaultEngineConfig: EngineConfig = {
@@ -43,4 +47,6 @@ export const defaultEngineConfig: EngineConfig = {
   allowPrivateWebhooks: true,
   expressionTimeMs: defaultExpressionLimits.timeMs,
   expressionMemoryBytes: defaultExpressionLimits.memoryBytes,
+  deliveryAttemptsKept: 50,
+  laggingAfterMs: 60_000,
 };

@@ -7,6 +7,8 @@
 import { RivuletError } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations } from './migrations.js';
+import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
+import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -122,7 +124,7 @@ export function openSchema(storage: SqlStorage, options: OpenSchemaOptions = {})
     runMigrations(storage, found, FORMAT_VERSION, MIGRATIONS);
   }
   storage.transaction(() => {
-    for (const ddl of DDL) storage.run(ddl);
+    for (const ddl of [...DDL, ...SUBSCRIPTION_INDEX_DDL, ...DELIVERY_ATTEMPTS_DDL]) storage.run(ddl);
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)`, String(FORMAT_VERSION));
   });
 }

@@ -24,6 +24,17 @@ import { ConnectionHub, waitForEvent, type BatchCallback, type ConnectionHandle,
 import type { Clock, Random } from '../ports/clock.js';
 import type { Timer } from '../ports/timer.js';
 import type { OpenConnectionOptions, WaitForEventBody, WaitForEventResponse } from '@rivulet/contract';
+import type {
+  DeliveryAttemptsResponse,
+  PreviewSubscriptionBody,
+  PreviewSubscriptionResponse,
+  SubscriptionListResponse,
+} from '@rivulet/contract';
+import { previewSubscription } from './delivery/preview.js';
+import { queryIndex } from './subscription-index.js';
+import { listSubscriptions, type SubscriptionListOptions } from './subscription-listing.js';
+
+export type { SubscriptionListOptions } from './subscription-listing.js';
 
 export interface ReadOptions {
   afterOffset: number;
@@ -66,7 +77,16 @@ export interface StreamService {
   openConnection?(projectId: string | null, path: string, options: OpenConnectionOptions, callback: BatchCallback): Promise<ConnectionHandle>;
   /** `:waitForEvent` (protocol §19.7); `signal` cancels the wait. Optional like openConnection. */
   waitForEvent?(projectId: string | null, path: string, body: WaitForEventBody, signal?: AbortSignal): Promise<WaitForEventResponse>;
+  /** The project's subscriptions across its streams (protocol §21). Optional like openConnection. */
+  listSubscriptions?(projectId: string | null, options: SubscriptionListOptions): Promise<SubscriptionListResponse>;
+  /** The newest delivery attempts of one subscription (protocol §22). */
+  deliveryAttempts?(projectId: string | null, path: string, query: { subscriptionKey: string; limit?: number | undefined }): Promise<DeliveryAttemptsResponse>;
+  /** The dry run of a subscription on its source (protocol §23). */
+  previewSubscription?(projectId: string | null, path: string, body: PreviewSubscriptionBody): Promise<PreviewSubscriptionResponse>;
 }
+
+/** Attempts answered when the query names no limit (protocol §22). */
+const ATTEMPTS_DEFAULT = 50;
 
 export interface LocalServiceOptions {
   clock: Clock;
@@ -75,6 +95,8 @@ export interface LocalServiceOptions {
   /** Backlog and batch bounds of live connections (tests make them small). */
   connectionLimits?: Partial<ConnectionLimits>;
   log?(message: string, error?: unknown): void;
+  /** When a subscription counts as lagging (config.laggingAfterMs, protocol §21.2). */
+  laggingAfterMs?: number;
 }
 
 export class LocalStreamService implements StreamService {
@@ -85,7 +107,7 @@ export class LocalStreamService implements StreamService {
     private readonly registry: StreamRegistry,
     private readonly store: StreamStore,
     private readonly metrics: ServerMetrics,
-    options: LocalServiceOptions,
+    private readonly options: LocalServiceOptions,
   ) {
     this.connections = new ConnectionHub({
       clock: options.clock,
@@ -164,6 +186,28 @@ export class LocalStreamService implements StreamService {
 
   waitForEvent(projectId: string | null, path: string, body: WaitForEventBody, signal?: AbortSignal): Promise<WaitForEventResponse> {
     return waitForEvent(this.connections, this.actor(projectId, path), body, signal);
+  }
+
+  async listSubscriptions(projectId: string | null, options: SubscriptionListOptions): Promise<SubscriptionListResponse> {
+    // Progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first, as /metrics does.
+    for (const actor of this.registry.loaded()) if (actor.exists) actor.subscriptions.persistDirty();
+    return listSubscriptions((q) => queryIndex(this.store.storage, q), projectId ?? '', options, {
+      nowMs: this.options.clock.now(),
+      laggingAfterMs: this.options.laggingAfterMs ?? 60_000,
+    });
+  }
+
+  async deliveryAttempts(projectId: string | null, path: string, query: { subscriptionKey: string; limit?: number | undefined }): Promise<DeliveryAttemptsResponse> {
+    const actor = this.actor(projectId, path);
+    const key = query.subscriptionKey;
+    if (!actor.coreState?.subscriptions.outbound.byKey[key]) {
+      throw new RivuletError('NOT_FOUND', `no subscription "${key}" on ${path}`, { subscriptionKey: key });
+    }
+    return { attempts: actor.subscriptions.attempts.list(actor.sid, key, query.limit ?? ATTEMPTS_DEFAULT) };
+  }
+
+  previewSubscription(projectId: string | null, path: string, body: PreviewSubscriptionBody): Promise<PreviewSubscriptionResponse> {
+    return previewSubscription(this.actor(projectId, path), body, this.options.clock.now());
   }
 }
 

@@ -214,6 +214,8 @@ export class StreamStore {
    */
   erase(sid: number): void {
     this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ?`, sid);
+    this.storage.run(`DELETE FROM subscription_index WHERE sid = ?`, sid);
+    this.storage.run(`DELETE FROM delivery_attempts WHERE sid = ?`, sid);
     if (this.options.onDeferredErase) {
       this.storage.run(`UPDATE streams SET project = ?, path = ? WHERE sid = ?`, ERASED_PROJECT, `sid:${sid}`, sid);
       this.options.onDeferredErase();

@@ -4,10 +4,12 @@
  * commit that changed the subscriptions (so a committed cursor-set can never be lost, and rows never
  * disagree with state), and again at load.
  */
-import type { CoreState, LatencyStats, SubscriptionRuntimeState } from '@rivulet/contract';
+import type { CoreState, DeliveryAttempt, LatencyStats, SubscriptionRuntimeState } from '@rivulet/contract';
 import { repairRow, type SubscriptionRow } from '../core/repair.js';
 import type { SqlStorage } from '../ports/storage.js';
 import type { CancelTimer, Timer } from '../ports/timer.js';
+import { DeliveryAttempts } from './delivery-attempts.js';
+import { deleteIndexRow, indexFingerprint, indexFingerprints, writeIndexRow } from './subscription-index.js';
 
 interface RowRecord {
   key: string;
@@ -83,12 +85,19 @@ export class SubscriptionRuntime {
   private readonly measurements = new Map<string, StatsRecord>();
   private readonly statsDirty = new Set<string>();
   private cancelFlush: CancelTimer | undefined;
+  /** What the subscription index holds per key (subscription-index.ts), as fingerprints. */
+  private readonly indexed: Map<string, string>;
+  /** The attempt history (protocol §22), written with the progress. */
+  readonly attempts: DeliveryAttempts;
 
   constructor(
     private readonly storage: SqlStorage,
     private sid: number | null,
     private readonly timer: Timer,
+    attemptsKept = 50,
   ) {
+    this.attempts = new DeliveryAttempts(storage, attemptsKept);
+    this.indexed = sid === null ? new Map() : indexFingerprints(storage, sid);
     if (sid !== null) {
       for (const r of storage.exec<RowRecord>(
         `SELECT key, run_configured_at, run_cursor_set_at, cursor, attempt, next_attempt_at, inflight_deadline_at,
@@ -121,6 +130,7 @@ export class SubscriptionRuntime {
     for (const key of [...this.rows.keys()]) {
       if (!byKey[key]) {
         this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ? AND key = ?`, sid, key);
+        this.attempts.remove(sid, key);
         this.rows.delete(key);
         this.persistedCursor.delete(key);
         this.dirty.delete(key);
@@ -128,11 +138,28 @@ export class SubscriptionRuntime {
         this.measurements.delete(key);
       }
     }
+    for (const key of [...this.indexed.keys()]) {
+      if (!byKey[key]) {
+        deleteIndexRow(this.storage, sid, key);
+        this.indexed.delete(key);
+      }
+    }
     for (const [key, entry] of Object.entries(byKey)) {
       const row = this.rows.get(key);
       const repaired = repairRow(key, entry, row);
       if (repaired !== row) this.write(repaired);
+      const fingerprint = indexFingerprint(entry);
+      if (this.indexed.get(key) !== fingerprint) {
+        writeIndexRow(this.storage, sid, key, entry);
+        this.indexed.set(key, fingerprint);
+      }
     }
+  }
+
+  /** Keeps one delivery attempt (protocol §22); written with the progress, within SOON_MS. */
+  recordAttempt(key: string, attempt: DeliveryAttempt): void {
+    this.attempts.record(key, attempt);
+    this.persistSoon();
   }
 
   /**
@@ -244,8 +271,10 @@ export class SubscriptionRuntime {
     const keys = new Set([...this.dirty, ...this.statsDirty]);
     this.dirty.clear();
     this.statsDirty.clear();
-    if (keys.size === 0 || this.sid === null) return;
+    const sid = this.sid;
+    if ((keys.size === 0 && !this.attempts.hasPending) || sid === null) return;
     const write = () => {
+      this.attempts.persist(sid);
       for (const key of keys) {
         const row = this.rows.get(key);
         const stats = this.measurements.get(key);
@@ -264,6 +293,8 @@ export class SubscriptionRuntime {
     this.dirty.clear();
     this.statsDirty.clear();
     this.measurements.clear();
+    this.attempts.clear();
+    this.indexed.clear();
     this.sid = null;
   }
 

@@ -25,6 +25,7 @@ import {
 import { STREAMS_PREFIX, hasMethodSuffix, parseStreamAddress } from './stream-url.js';
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 import { connectionMethods, connectionOperations } from './connection-methods.js';
+import { handleSubscriptionList, subscriptionAdminMethods, subscriptionAdminOperations } from './subscription-admin-routes.js';
 import { DEFAULT_LONG_POLL_TIMEOUT_MS, DS_PREFIX, durableStreamsHandler } from './durable-streams/routes.js';
 
 /** The route label of an answered preflight (any path: its label stays bounded). */
@@ -106,10 +107,11 @@ export function createApp(options: AppOptions): Hono {
     ['state', stateMethod],
     ...subscriptionMethods,
     ...connectionMethods,
+    ...subscriptionAdminMethods,
     ...(options.methods ?? []),
   ]);
   const openapi = buildOpenApi(
-    [...coreOperations, ...subscriptionOperations, ...connectionOperations, ...(options.operations ?? [])],
+    [...coreOperations, ...subscriptionOperations, ...connectionOperations, ...subscriptionAdminOperations, ...(options.operations ?? [])],
     options.version ?? '0.0.0',
   );
   const { metrics, maxBodyBytes } = options;
@@ -248,6 +250,8 @@ export function createApp(options: AppOptions): Hono {
   app.get(STREAMS_PREFIX, (c) =>
     handleListRequest(c.req.raw, authenticate(c.req.raw.headers, options.tokens), options.service),
   );
+
+  app.get('/v1/subscriptions', (c) => handleSubscriptionList(c.req.raw, authenticate(c.req.raw.headers, options.tokens), options.service));
 
   if (options.assets) {
     const assets = options.assets;

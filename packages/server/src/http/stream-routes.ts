@@ -71,7 +71,7 @@ export function refuseQuery(url: URL, route: string): void {
   if (url.search.length > 1) throw new RivuletError('INVALID_INPUT', `${route} takes no query parameters`);
 }
 
-function queryObject(url: URL): Record<string, string> {
+export function queryObject(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of url.searchParams) {
     if (Object.hasOwn(out, key)) throw new RivuletError('INVALID_INPUT', `query parameter "${key}" is given more than once`);

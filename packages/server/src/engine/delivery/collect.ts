@@ -6,7 +6,8 @@
  * and the throwing event becomes an ordered failure.
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
-import { conditionMatches, excludedFromCopy } from '../../core/filter.js';
+import { conditionMatches, excludedFromCopy, typeMatches } from '../../core/filter.js';
+import type { ExpressionBudget } from '../../core/expression-budget.js';
 import { JsonataError } from '../../core/jsonata.js';
 import type { SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
@@ -24,6 +25,31 @@ export type Collected =
   | { kind: 'none'; scannedTo: number }
   | { kind: 'condition-error'; events: CommittedEvent[]; bytes: number; failingOffset: number; error: string };
 
+/**
+ * Whether a subscription delivers one durable event (protocol §12.3): its type, the copy
+ * exclusions, then the JSONata condition; a condition that throws answers its error. Delivery
+ * (collectBatch) and the dry run (preview.ts) judge every event here.
+ */
+export async function judgeEvent(
+  entry: OutboundEntry,
+  event: CommittedEvent,
+  budget: ExpressionBudget,
+): Promise<'skip' | 'match' | { error: string }> {
+  const filter = entry.configuration.filter;
+  if (!typeMatches(filter, event.type)) return 'skip';
+  if (entry.configuration.receiver.action === 'copy-to-stream' && excludedFromCopy(event)) return 'skip';
+  try {
+    return (await conditionMatches(filter, event, budget)) ? 'match' : 'skip';
+  } catch (error) {
+    return { error: error instanceof JsonataError ? error.message : String(error) };
+  }
+}
+
+/** The error of an ordered failure whose condition threw (lastError, the audit, the dry run). */
+export function conditionFailureText(offset: number, error: string): string {
+  return `filter.jsonataCondition threw on offset ${offset}: ${error}`;
+}
+
 export async function collectBatch(
   actor: StreamActor,
   entry: OutboundEntry,
@@ -34,7 +60,6 @@ export async function collectBatch(
   const head = actor.durableHead;
   if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
   const filter = entry.configuration.filter;
-  const isCopy = entry.configuration.receiver.action === 'copy-to-stream';
   const events: CommittedEvent[] = [];
   let bytes = 0;
   let scannedTo = cursor;
@@ -53,21 +78,14 @@ export async function collectBatch(
     for (const row of rows) {
       const event = JSON.parse(row.json) as CommittedEvent;
       rememberJson(event, row.json);
-      if (!(isCopy && excludedFromCopy(event))) {
-        let matches: boolean;
-        try {
-          matches = await conditionMatches(filter, event, actor.expressionBudget);
-        } catch (error) {
-          const message = error instanceof JsonataError ? error.message : String(error);
-          return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: message };
+      const judged = await judgeEvent(entry, event, actor.expressionBudget);
+      if (typeof judged === 'object') return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: judged.error };
+      if (judged === 'match') {
+        if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
+          return { kind: 'events', events, bytes, scannedTo };
         }
-        if (matches) {
-          if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
-            return { kind: 'events', events, bytes, scannedTo };
-          }
-          events.push(event);
-          bytes += row.json.length;
-        }
+        events.push(event);
+        bytes += row.json.length;
       }
       scannedTo = row.offset;
       if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };

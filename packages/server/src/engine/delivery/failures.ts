@@ -11,6 +11,8 @@
 import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, Limits, type OutboundEntry } from '@rivulet/contract';
 import { afterFailure, type Failure } from '../../core/ladder.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import { recordAttempt } from './attempt-record.js';
+import { conditionFailureText } from './collect.js';
 import type { FailureHandling, Flight, SendLoop } from './send-loop.js';
 
 export type { Flight } from './send-loop.js';
@@ -30,7 +32,7 @@ export class DeliveryFailures implements FailureHandling {
 
   /** A JSONata condition threw on `offset`: one audit, then an ordered failure (protocol §12.3). */
   async conditionFailed(key: string, entry: OutboundEntry, flight: Flight, row: SubscriptionRow, offset: number, conditionError: string): Promise<void> {
-    const error = cut(`filter.jsonataCondition threw on offset ${offset}: ${conditionError}`);
+    const error = cut(conditionFailureText(offset, conditionError));
     await this.audit(key, row, offset, 'condition', {
       message: cut(`subscription "${key}" ${error}`),
       subscriptionKey: key,
@@ -118,6 +120,7 @@ export class DeliveryFailures implements FailureHandling {
           loop.write({ ...still, nextAttemptAt: now + knobs.baseMs, inflightDeadlineAt: null, lastError });
           return;
         }
+        recordAttempt(loop, key, still, { startedMs: now, attempt: still.attempt, fromOffset: decision.offset, toOffset: decision.offset, outcome: 'skipped', error: lastError, durationMs: 0 });
         loop.write({
           ...still,
           cursor: Math.max(still.cursor, decision.offset),

@@ -10,11 +10,13 @@
  * where the prepared one was read from.
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
-import { shapeEvent } from '../../core/filter.js';
+import type { ExpressionBudget } from '../../core/expression-budget.js';
+import { shapeEvent, type ShapedEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver } from '../receivers/receiver.js';
 import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
-import { collectBatch, passOver } from './collect.js';
+import { recordAttempt } from './attempt-record.js';
+import { collectBatch, conditionFailureText, passOver } from './collect.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
 import type { Flight, SendLoop } from './send-loop.js';
 
@@ -39,6 +41,16 @@ const preparing = (receiver: Receiver | undefined): receiver is PreparingReceive
 function transformOf(entry: OutboundEntry): string | undefined {
   const receiver = entry.configuration.receiver;
   return 'jsonataTransform' in receiver ? receiver.jsonataTransform : undefined;
+}
+
+/** One event after the subscription's transform, within the budget; throws as the transform does (protocol §12.3). */
+export function shapeFor(entry: OutboundEntry, event: CommittedEvent, budget: ExpressionBudget): Promise<ShapedEvent> {
+  return shapeEvent(transformOf(entry), event, budget);
+}
+
+/** The error of an ordered failure whose transform threw (lastError, the dry run). */
+export function transformFailureText(offset: number, error: unknown): string {
+  return `jsonataTransform failed on offset ${offset}: ${errorText(error)}`;
 }
 
 /** Webhooks carry one event per call and read ahead, except while a failure isolates the event. */
@@ -78,17 +90,21 @@ export class DeliveryPreparer {
       return undefined;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {
+      const offset = collected.failingOffset;
+      const error = conditionFailureText(offset, collected.error);
+      recordAttempt(this.loop, key, current, { startedMs: this.loop.clock.now(), attempt: row.attempt + 1, fromOffset: offset, toOffset: offset, outcome: 'failed', error, durationMs: 0 });
       await failures.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
       return undefined;
     }
-    const transform = transformOf(entry);
     const delivered: DeliveredEvent[] = [];
     for (const event of collected.events) {
       try {
-        delivered.push({ event, shaped: await shapeEvent(transform, event, actor.expressionBudget) });
+        delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
       } catch (error) {
         if (delivered.length > 0) break;
-        await failures.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, `jsonataTransform failed on offset ${event.offset}: ${errorText(error)}`);
+        const at = this.loop.clock.now();
+        recordAttempt(this.loop, key, current, { startedMs: at, attempt: row.attempt + 1, fromOffset: event.offset, toOffset: event.offset, outcome: 'failed', error: transformFailureText(event.offset, error), durationMs: 0 });
+        await failures.failed(key, entry, flight, { kind: 'failing', batchSize: 1, firstOffset: event.offset }, transformFailureText(event.offset, error));
         return undefined;
       }
     }
@@ -108,7 +124,7 @@ export class DeliveryPreparer {
       const owed = await this.readAhead.next(key, flight.run, entry, cursor);
       if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const event = owed.events[0]!;
-      const delivered = [{ event, shaped: await shapeEvent(transformOf(entry), event, this.loop.actor.expressionBudget) }];
+      const delivered = [{ event, shaped: await shapeFor(entry, event, this.loop.actor.expressionBudget) }];
       return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {
       return undefined;

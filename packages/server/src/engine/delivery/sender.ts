@@ -23,6 +23,7 @@ import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
+import { outcomeOf, recordAttempt } from './attempt-record.js';
 import { DeliveryFailures } from './failures.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver } from './processor-driver.js';
@@ -318,6 +319,17 @@ export class StreamSender implements SendLoop {
     if (!current) return STOP;
     const finished = this.deps.clock.now();
     this.deps.metrics?.deliveries.inc({ action, outcome: outcome.ok ? 'ok' : outcome.kind });
+    recordAttempt(this, key, current, {
+      startedMs: started,
+      attempt: prepared.ctx.attempt,
+      fromOffset: prepared.delivered[0]!.event.offset,
+      toOffset: prepared.delivered[prepared.delivered.length - 1]!.event.offset,
+      outcome: outcomeOf(outcome, prepared.delivered.length),
+      status: outcome.status,
+      responseExcerpt: outcome.responseExcerpt,
+      error: outcome.ok ? undefined : outcome.error,
+      durationMs: finished - started,
+    });
     if (!outcome.ok) {
       const first = prepared.delivered[0]!.event.offset;
       await this.failures.failed(key, entry, flight, { kind: outcome.kind, batchSize: prepared.delivered.length, firstOffset: first }, outcome.error);

@@ -4,9 +4,14 @@
  * failing event, protocol §4.5, §12.4, §13.6); any other refusal is a failure of the batch.
  */
 import { RivuletError } from '@rivulet/contract';
-import type { CopyBatch } from '../../core/copy-builder.js';
+import type { CopyBatch, CopyBatchEvent } from '../../core/copy-builder.js';
 import type { StreamDirectory } from '../../ports/directory.js';
-import { errorText, type Receiver } from './receiver.js';
+import { errorText, type DeliveredEvent, type Receiver } from './receiver.js';
+
+/** One event of a copy batch: the source coordinates and the shaped event (protocol §13.2). */
+export function copyBatchEvent({ event, shaped }: DeliveredEvent): CopyBatchEvent {
+  return { offset: event.offset, type: event.type, createdAt: event.createdAt, ...(event.source ? { source: event.source } : {}), shaped };
+}
 
 export function copyReceiver(directory: StreamDirectory): Receiver {
   return {
@@ -21,17 +26,11 @@ export function copyReceiver(directory: StreamDirectory): Receiver {
         subscriptionKey: ctx.subscriptionKey,
         cursorChangedAtSourceOffset: ctx.cursorChangedAtSourceOffset,
         receivingStreamPath: receiver.receivingStreamPath,
-        events: events.map(({ event, shaped }) => ({
-          offset: event.offset,
-          type: event.type,
-          createdAt: event.createdAt,
-          ...(event.source ? { source: event.source } : {}),
-          shaped,
-        })),
+        events: events.map(copyBatchEvent),
       };
       try {
-        await directory.receiveCopies(ctx.projectId, receiver.receivingStreamPath, batch);
-        return { ok: true };
+        const receipt = await directory.receiveCopies(ctx.projectId, receiver.receivingStreamPath, batch);
+        return { ok: true, dropped: receipt.dropped };
       } catch (error) {
         if (error instanceof RivuletError && (error.code === 'PRECONDITION_FAILED' || error.code === 'UNAVAILABLE')) {
           return { ok: false, kind: 'unavailable', error: `receiving stream ${receiver.receivingStreamPath}: ${error.message}` };

@@ -14,7 +14,13 @@
 import { RivuletError, pickDeliveryStamp, type ItxBatch } from '@rivulet/contract';
 import type { ItxPort } from '../../ports/itx.js';
 import type { ProcessorWaker } from '../delivery/processor-port.js';
-import type { Receiver } from './receiver.js';
+import type { DeliveredEvent, Receiver } from './receiver.js';
+
+/** One event of an itx-call batch: the source coordinates with the shaped type, payload and metadata (protocol §18.4). */
+export function itxEvent({ event, shaped }: DeliveredEvent): ItxBatch['events'][number] {
+  const { type: _type, payload: _payload, metadata: _metadata, ...coordinates } = event;
+  return { ...coordinates, ...shaped };
+}
 
 export function itxCallReceiver(itx: ItxPort): Receiver {
   return {
@@ -24,10 +30,7 @@ export function itxCallReceiver(itx: ItxPort): Receiver {
       const batch: ItxBatch = {
         ...pickDeliveryStamp(ctx),
         streamMaxOffset: ctx.streamMaxOffset,
-        events: events.map(({ event, shaped }) => {
-          const { type: _type, payload: _payload, metadata: _metadata, ...coordinates } = event;
-          return { ...coordinates, ...shaped };
-        }),
+        events: events.map(itxEvent),
       };
       return itx.call(ctx.projectId, receiver.expression, batch);
     },

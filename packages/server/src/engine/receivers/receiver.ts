@@ -21,7 +21,15 @@ export interface DeliveredEvent {
   shaped: ShapedEvent;
 }
 
-export type DeliveryOutcome = { ok: true } | { ok: false; kind: FailureKind; error: string };
+/** What the receiver answered, for the attempt history (protocol §22): a webhook's status and the start of its body. */
+export interface AnswerFacts {
+  status?: number;
+  responseExcerpt?: string;
+}
+
+export type DeliveryOutcome =
+  | ({ ok: true; /** Events the receiving stream dropped (cycle, hop limit). */ dropped?: number } & AnswerFacts)
+  | ({ ok: false; kind: FailureKind; error: string } & AnswerFacts);
 
 export interface Receiver {
   deliver(ctx: DeliveryContext, events: readonly DeliveredEvent[]): Promise<DeliveryOutcome>;

@@ -68,7 +68,7 @@ async function deliverWith(http: OutboundHttp, ctx = context()): Promise<Deliver
 describe('the request', () => {
   it('POSTs the envelope with Standard Webhooks headers that verify', async () => {
     const http = new ScriptedHttp(() => answer(204, 'No Content'));
-    expect(await deliverWith(http, context({ attempt: 2 }))).toEqual({ ok: true });
+    expect(await deliverWith(http, context({ attempt: 2 }))).toEqual({ ok: true, status: 204, responseExcerpt: '' });
     expect(http.posts).toHaveLength(1);
     const { url, request } = http.posts[0]!;
     expect(url).toBe('https://hooks.example.com/in?x=1');
@@ -119,14 +119,14 @@ describe('the request', () => {
     const same = receiver.prepare(ctx, delivered);
     expect(signed).toEqual([second]);
     now = NOW + 700; // still the same second
-    expect(await same.send(signal)).toEqual({ ok: true });
+    expect(await same.send(signal)).toMatchObject({ ok: true });
     expect(signed).toEqual([second]);
     expect(http.posts[0]!.request.headers['webhook-timestamp']).toBe(String(second));
 
     const later = receiver.prepare(ctx, delivered);
     expect(signed).toEqual([second, second]);
     now = NOW + 1_000; // the next second
-    expect(await later.send(signal)).toEqual({ ok: true });
+    expect(await later.send(signal)).toMatchObject({ ok: true });
     expect(signed).toEqual([second, second, second + 1]);
     const headers = http.posts[1]!.request.headers;
     expect(headers['webhook-timestamp']).toBe(String(second + 1));
@@ -191,10 +191,14 @@ describe('classification (protocol §17.3)', () => {
       ok: false,
       kind: 'unavailable',
       error: 'webhook responded 503 Service Unavailable',
+      status: 503,
+      responseExcerpt: '',
     });
     const long = classifyWebhookAnswer({ status: 500, statusText: 'Internal Server Error', body: `{"error":\n  "boom"}${'x'.repeat(1000)}` });
     expect(long.ok === false && long.error).toMatch(/^webhook responded 500 Internal Server Error: \{"error": "boom"\}x+$/);
     expect(long.ok === false && long.error.length).toBeLessThan(300);
+    // The attempt history keeps the body as it came (cut to 1 KiB there, protocol §22).
+    expect(long.responseExcerpt).toBe(`{"error":\n  "boom"}${'x'.repeat(1000)}`);
     expect(classifyWebhookAnswer({ status: 302, statusText: 'Found', body: '' })).toMatchObject({
       error: 'webhook responded 302 Found (redirects are not followed)',
     });

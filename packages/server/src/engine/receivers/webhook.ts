@@ -48,12 +48,13 @@ export interface WebhookReceiverDeps {
 
 /** The outcome of an answered POST. */
 export function classifyWebhookAnswer(answer: OutboundAnswer): DeliveryOutcome {
-  if (answer.status >= 200 && answer.status <= 299) return { ok: true };
+  const facts = { status: answer.status, responseExcerpt: answer.body };
+  if (answer.status >= 200 && answer.status <= 299) return { ok: true, ...facts };
   const snippet = answer.body.replace(/\s+/g, ' ').trim().slice(0, SNIPPET_CHARS);
   const status = `${answer.status}${answer.statusText ? ` ${answer.statusText}` : ''}`;
   const redirect = answer.status >= 300 && answer.status <= 399 ? ' (redirects are not followed)' : '';
   const error = `webhook responded ${status}${redirect}${snippet ? `: ${snippet}` : ''}`;
-  return { ok: false, kind: UNAVAILABLE_STATUSES.has(answer.status) ? 'unavailable' : 'failing', error };
+  return { ok: false, kind: UNAVAILABLE_STATUSES.has(answer.status) ? 'unavailable' : 'failing', error, ...facts };
 }
 
 /** The outcome of a POST that got no answer: never the event's fault. */
