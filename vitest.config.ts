@@ -44,6 +44,9 @@ const workerE2e = [
   'durable-streams',
   'durable-streams-errors',
   'durable-streams-interop',
+  'subscriptions-listing',
+  'subscriptions-attempts',
+  'subscriptions-preview',
 ].map((name) => `packages/server/test/e2e/${name}.test.ts`);
 
 // Tests run against the TypeScript sources; end-to-end tests that need a real child

@@ -54,6 +54,8 @@ export interface EngineOptions extends EnginePorts {
   maxActors?: number;
   /** Backlog and batch bounds of live connections (tests make them small). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** Told after every commit, after delivery was poked (the Worker host keeps its project index in step). */
+  afterCommit?(actor: StreamActor, events: readonly CommittedEvent[]): void;
 }
 
 export interface Engine {
@@ -107,6 +109,7 @@ export function composeEngine(options: EngineOptions): Engine {
         metrics.appendedBytes.inc({}, bytes);
         delivery.poke(actor, events);
         lifecycle?.committed(actor, events);
+        options.afterCommit?.(actor, events);
       },
       ...(lifecycle ? { afterDestroy: (actor: StreamActor) => lifecycle.destroyed(actor) } : {}),
     },

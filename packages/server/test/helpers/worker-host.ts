@@ -51,6 +51,8 @@ const SUPPORTED = new Set([
   'logLevel',
   'logSlowMs',
   'longPollTimeoutMs',
+  'laggingAfterMs',
+  'deliveryAttemptsKept',
 ]);
 
 function bindingsOf(options: WorkerHostOptions): Record<string, string> {
@@ -81,6 +83,8 @@ function bindingsOf(options: WorkerHostOptions): Record<string, string> {
   put('RIVULET_LOG_LEVEL', options.logLevel);
   put('RIVULET_LOG_SLOW_MS', options.logSlowMs);
   put('RIVULET_LONG_POLL_TIMEOUT_MS', options.longPollTimeoutMs);
+  put('RIVULET_LAGGING_AFTER_MS', options.laggingAfterMs);
+  put('RIVULET_DELIVERY_ATTEMPTS_KEPT', options.deliveryAttemptsKept);
   return b;
 }
 

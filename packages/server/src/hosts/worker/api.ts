@@ -12,6 +12,10 @@
 import type {
   CommittedEvent,
   ConnectionBatch,
+  DeliveryAttemptsResponse,
+  PreviewSubscriptionBody,
+  PreviewSubscriptionResponse,
+  SubscriptionListEntry,
   ConnectionClosed,
   ConnectionCloseReason,
   EventInput,
@@ -129,6 +133,10 @@ export interface StreamObjectApi {
   cancelWait(projectId: P, path: string, waitId: string): Promise<Wire<boolean>>;
   /** A processor host registered in the project: processor-wake rows backing off for want of one are due now. */
   processorHostRegistered(projectId: P, path: string): Promise<Wire<void>>;
+  /** Every subscription of this stream as the listing shows it (protocol §21). */
+  subscriptionEntries(projectId: P, path: string): Promise<Wire<SubscriptionListEntry[]>>;
+  deliveryAttempts(projectId: P, path: string, query: { subscriptionKey: string; limit?: number | undefined }): Promise<Wire<DeliveryAttemptsResponse>>;
+  previewSubscription(projectId: P, path: string, body: PreviewSubscriptionBody): Promise<Wire<PreviewSubscriptionResponse>>;
 }
 
 export interface IndexEntry {
@@ -137,11 +145,28 @@ export interface IndexEntry {
   createdAt: string;
 }
 
+/** A position of the subscription listing (engine/subscription-index.ts ListPosition). */
+export interface SubscribedCandidate {
+  group: 0 | 1;
+  path: string;
+  key: string;
+}
+
+export interface SubscribedQuery {
+  prefix: string;
+  after: SubscribedCandidate | undefined;
+  halted: boolean | undefined;
+  limit: number;
+}
+
 export interface IndexObjectApi {
   put(projectId: P, entry: IndexEntry): Promise<Wire<void>>;
   /** Removes the path only while it still names `streamId` (a later lifetime stays listed). */
   remove(projectId: P, path: string, streamId: string): Promise<Wire<void>>;
   list(projectId: P, options: ListOptions): Promise<Wire<{ entries: IndexEntry[]; more: boolean }>>;
+  /** Replaces the index's subscriptions of `path` (protocol §21). */
+  putSubscriptions(projectId: P, path: string, streamId: string, entries: Array<{ key: string; halted: boolean }>): Promise<Wire<void>>;
+  subscribed(projectId: P, query: SubscribedQuery): Promise<Wire<SubscribedCandidate[]>>;
 }
 
 /** The hub's side of one hosted processor connection: the host's processEventBatch, held in the hub. */

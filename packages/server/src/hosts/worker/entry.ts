@@ -19,6 +19,7 @@ import {
   type ItxBatch,
   type ItxExpression,
   type OpenConnectionOptions,
+  type PreviewSubscriptionBody,
   type ProcessorWakeRequest,
   type SubscribeToEventsFromBody,
   type WaitForEventBody,
@@ -35,7 +36,7 @@ import { authenticate } from '../../http/auth.js';
 import { errorResponse } from '../../http/errors.js';
 import { requestLogHook } from '../../http/request-log.js';
 import { VERSION } from '../../version.js';
-import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, TailRequest } from './api.js';
+import type { ConnectionOpenerApi, IndexEntry, RemoteFunction, RemoteStub, StreamObjectApi, SubscribedQuery, TailRequest } from './api.js';
 import { corsOf, logSlowMsOf, longPollTimeoutOf, maxBodyBytesOf, openModeRefusal, projectObjectName, tokensOf, type WorkerEnv } from './env.js';
 import { createWorkerLogger, workerLogLevel } from './logger.js';
 import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
@@ -177,6 +178,15 @@ export class StreamObject extends DurableObject<WorkerEnv> implements StreamObje
   processorHostRegistered(projectId: P, path: string) {
     return answer(logger, () => this.#host.processorHostRegistered(projectId, path));
   }
+  subscriptionEntries(projectId: P, path: string) {
+    return answer(logger, () => this.#host.subscriptionEntries(projectId, path));
+  }
+  deliveryAttempts(projectId: P, path: string, query: { subscriptionKey: string; limit?: number | undefined }) {
+    return answer(logger, () => this.#host.deliveryAttempts(projectId, path, query));
+  }
+  previewSubscription(projectId: P, path: string, body: PreviewSubscriptionBody) {
+    return answer(logger, () => this.#host.previewSubscription(projectId, path, body));
+  }
   alarm(): void {
     this.#host.alarm();
   }
@@ -199,6 +209,12 @@ export class IndexObject extends DurableObject<WorkerEnv> {
   }
   list(_projectId: P, options: ListOptions) {
     return answer(logger, () => this.#index.list(options));
+  }
+  putSubscriptions(_projectId: P, path: string, streamId: string, entries: Array<{ key: string; halted: boolean }>) {
+    return answer(logger, () => this.#index.putSubscriptions(path, streamId, entries));
+  }
+  subscribed(_projectId: P, query: SubscribedQuery) {
+    return answer(logger, () => this.#index.subscribed(query));
   }
 }
 

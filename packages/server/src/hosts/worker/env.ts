@@ -37,6 +37,8 @@ export interface WorkerEnv {
   RIVULET_PROCESSOR_IDLE_MS?: string;
   RIVULET_EXPRESSION_TIME_MS?: string;
   RIVULET_EXPRESSION_MEMORY_BYTES?: string;
+  RIVULET_LAGGING_AFTER_MS?: string;
+  RIVULET_DELIVERY_ATTEMPTS_KEPT?: string;
   RIVULET_MAX_EVENT_BYTES?: string;
   RIVULET_MAX_BODY_BYTES?: string;
   /** How long a Durable Streams long-poll waits (docs/durable-streams.md "Long-poll"). */
@@ -126,6 +128,8 @@ export function engineConfigOf(env: WorkerEnv): EngineConfig {
     processorIdleMs: int(env, 'RIVULET_PROCESSOR_IDLE_MS', defaultEngineConfig.processorIdleMs),
     expressionTimeMs: int(env, 'RIVULET_EXPRESSION_TIME_MS', defaultEngineConfig.expressionTimeMs),
     expressionMemoryBytes: int(env, 'RIVULET_EXPRESSION_MEMORY_BYTES', defaultEngineConfig.expressionMemoryBytes),
+    laggingAfterMs: int(env, 'RIVULET_LAGGING_AFTER_MS', defaultEngineConfig.laggingAfterMs),
+    deliveryAttemptsKept: int(env, 'RIVULET_DELIVERY_ATTEMPTS_KEPT', defaultEngineConfig.deliveryAttemptsKept),
     allowPrivateWebhooks: bool(env, 'RIVULET_ALLOW_PRIVATE_WEBHOOKS') ?? open,
   };
 }

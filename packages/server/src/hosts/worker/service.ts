@@ -15,6 +15,7 @@ import type { ServerMetrics } from '../../engine/metrics.js';
 import type { StreamService } from '../../engine/service.js';
 import type { TailItem, TailOptions } from '../../engine/tail.js';
 import { openRemoteConnection } from './connections.js';
+import { listProjectSubscriptions } from './subscriptions.js';
 import { projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { unwrap } from './wire.js';
 
@@ -105,6 +106,18 @@ export function durableStreamService(env: WorkerEnv, metrics?: ServerMetrics): S
         (opener) => unwrap(at(path), () => object(projectId, path).openConnection(projectId, path, options, opener)),
         callback,
       ),
+    listSubscriptions(projectId, options) {
+      const index = () => env.STREAM_INDEX.getByName(projectObjectName(projectId));
+      return listProjectSubscriptions(
+        {
+          subscribed: (query) => unwrap('the stream index', () => index().subscribed(projectId, query)),
+          entries: (path) => unwrap(at(path), () => object(projectId, path).subscriptionEntries(projectId, path)),
+        },
+        options,
+      );
+    },
+    deliveryAttempts: (projectId, path, query) => unwrap(at(path), () => object(projectId, path).deliveryAttempts(projectId, path, query)),
+    previewSubscription: (projectId, path, body) => unwrap(at(path), () => object(projectId, path).previewSubscription(projectId, path, body)),
     async waitForEvent(projectId, path, body, signal) {
       // One stub for both calls: calls on one stub reach the object in order, so a cancel never
       // overtakes its wait.

@@ -18,8 +18,13 @@
  * the next call that touches the object.
  */
 import {
+  EventType,
   RivuletError,
   canonicalizePath,
+  type DeliveryAttemptsResponse,
+  type PreviewSubscriptionBody,
+  type PreviewSubscriptionResponse,
+  type SubscriptionListEntry,
   type CoreState,
   type OpenConnectionOptions,
   type WaitForEventBody,
@@ -48,6 +53,14 @@ import { fetchOutbound } from './outbound.js';
 import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
+/** Facts that change what the project index holds of a stream's subscriptions (keys, halts). */
+const SUBSCRIPTION_FACTS = new Set<string>([
+  EventType.subscriptionConfigured,
+  EventType.subscriptionRemoved,
+  EventType.subscriptionDeliveryHalted,
+  EventType.subscriptionDeliveryResumed,
+]);
+
 /** Slack added to an in-flight delivery's deadline before the safety alarm rings. */
 const WATCHDOG_SLACK_MS = 1_000;
 
@@ -71,6 +84,8 @@ export class StreamHost {
   private identity: { projectId: string | null; path: string } | null = null;
   /** The lifetime the project's index is known to list, when known. */
   private indexed: string | null | undefined = undefined;
+  /** What the project's index is known to hold of this stream's subscriptions (a fingerprint), when known. */
+  private subscriptionsIndexed: string | undefined = undefined;
   /** Waits under way, by the caller's wait id (cancelWait). */
   private readonly waits = new Map<string, AbortController>();
   /** Ids cancelled before their wait arrived (calls on one stub arrive in order; this is the fallback). */
@@ -115,6 +130,9 @@ export class StreamHost {
         }),
       },
       processorWaker: processorWakeReceiver(itx),
+      afterCommit: (actor, events) => {
+        if (events.some((e) => SUBSCRIPTION_FACTS.has(e.type))) void this.announceSubscriptions(actor);
+      },
     });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
@@ -143,7 +161,49 @@ export class StreamHost {
       return await fn(this.engine.service, actor);
     } finally {
       await this.announce(actor);
+      await this.announceSubscriptions(actor);
     }
+  }
+
+  /**
+   * Tells the project's index this stream's subscription keys and halts (protocol §21) when they
+   * changed since it was last told. A failure is logged; the next call or commit tells it again.
+   */
+  private announceSubscriptions(actor: StreamActor): Promise<void> {
+    // One at a time, so that an older announcement never lands after a newer one.
+    this.announcing = this.announcing.then(() => this.announceSubscriptionsNow(actor));
+    return this.announcing;
+  }
+
+  private announcing: Promise<void> = Promise.resolve();
+
+  private async announceSubscriptionsNow(actor: StreamActor): Promise<void> {
+    const state: CoreState | null = actor.exists ? actor.coreState : null;
+    if (state === null) return;
+    const entries = Object.entries(state.subscriptions.outbound.byKey).map(([key, e]) => ({ key, halted: e.deliveryHalted !== undefined }));
+    const fingerprint = JSON.stringify([state.streamId, entries]);
+    if (this.subscriptionsIndexed === fingerprint || (this.subscriptionsIndexed === undefined && entries.length === 0)) return;
+    try {
+      await unwrap('the stream index', () =>
+        this.deps.env.STREAM_INDEX.getByName(projectObjectName(actor.projectId)).putSubscriptions(actor.projectId, actor.path, state.streamId, entries),
+      );
+      this.subscriptionsIndexed = fingerprint;
+    } catch (error) {
+      this.deps.logger.warn?.(`rivulet: could not list the subscriptions of ${actor.path} in its project's index (retried on its next call): ${String(error)}`);
+    }
+  }
+
+  /** This stream's subscriptions as the listing shows them (protocol §21). */
+  subscriptionEntries(projectId: string | null, path: string): Promise<SubscriptionListEntry[]> {
+    return this.call(projectId, path, async (s) => (await s.listSubscriptions(projectId, { prefix: path, limit: 1_000_000 })).subscriptions);
+  }
+
+  deliveryAttempts(projectId: string | null, path: string, query: { subscriptionKey: string; limit?: number | undefined }): Promise<DeliveryAttemptsResponse> {
+    return this.call(projectId, path, (s) => s.deliveryAttempts(projectId, path, query));
+  }
+
+  previewSubscription(projectId: string | null, path: string, body: PreviewSubscriptionBody): Promise<PreviewSubscriptionResponse> {
+    return this.call(projectId, path, (s) => s.previewSubscription(projectId, path, body));
   }
 
   /**
@@ -216,6 +276,7 @@ export class StreamHost {
       openSchema(this.storage);
     });
     this.indexed = null;
+    this.subscriptionsIndexed = undefined;
     try {
       await unwrap('the stream index', () =>
         this.deps.env.STREAM_INDEX.getByName(projectObjectName(projectId)).remove(projectId, path, streamId),

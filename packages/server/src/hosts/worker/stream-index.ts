@@ -8,16 +8,48 @@
  * creations and destroys (a project creating streams faster than one object absorbs writes is
  * throttled there); an announcement lost to a crash is repeated on the stream's next call, so a
  * stream can be missing from the listing until it is touched again; a listing page costs one call
- * per listed stream.
+ * per listed stream. The subscription listing works alike: the index holds each subscription's key
+ * and whether it is halted, and a page asks each listed source's object for its entries.
  */
 import { isPathUnder } from '@rivulet/contract';
 import type { SqlStorage } from '../../ports/storage.js';
 import type { ListOptions } from '../../engine/service.js';
-import type { IndexEntry } from './api.js';
+import type { IndexEntry, SubscribedCandidate, SubscribedQuery } from './api.js';
 
 export class StreamIndex {
   constructor(private readonly storage: SqlStorage) {
     storage.run(`CREATE TABLE IF NOT EXISTS listed (path TEXT PRIMARY KEY, stream_id TEXT NOT NULL, created_at TEXT NOT NULL)`);
+    // The project's subscriptions, for GET /v1/subscriptions (protocol §21): key and halt per source
+    // path, told by the source's object after each commit that changes them.
+    storage.run(
+      `CREATE TABLE IF NOT EXISTS subscribed (path TEXT NOT NULL, key TEXT NOT NULL, stream_id TEXT NOT NULL, halted INTEGER NOT NULL, PRIMARY KEY (path, key))`,
+    );
+  }
+
+  /** Replaces what the index holds of `path`'s subscriptions (none: the stream has none). */
+  putSubscriptions(path: string, streamId: string, entries: ReadonlyArray<{ key: string; halted: boolean }>): void {
+    this.storage.transaction(() => {
+      this.storage.run(`DELETE FROM subscribed WHERE path = ?`, path);
+      for (const e of entries) this.storage.run(`INSERT INTO subscribed (path, key, stream_id, halted) VALUES (?, ?, ?, ?)`, path, e.key, streamId, e.halted ? 1 : 0);
+    });
+  }
+
+  /** Subscriptions in the listing's order (halted first, then path and key), after `q.after`. */
+  subscribed(q: SubscribedQuery): SubscribedCandidate[] {
+    const params: (string | number)[] = [];
+    let where = '1 = 1';
+    if (q.prefix !== '/') {
+      where += ` AND (path = ? OR (path >= ? AND path < ?))`;
+      params.push(q.prefix, `${q.prefix}/`, `${q.prefix}0`);
+    }
+    if (q.halted !== undefined) where += q.halted ? ` AND halted = 1` : ` AND halted = 0`;
+    if (q.after) {
+      where += ` AND (1 - halted, path, key) > (?, ?, ?)`;
+      params.push(q.after.group, q.after.path, q.after.key);
+    }
+    return this.storage
+      .exec<{ path: string; key: string; halted: number }>(`SELECT path, key, halted FROM subscribed WHERE ${where} ORDER BY 1 - halted, path, key LIMIT ?`, ...params, q.limit)
+      .map((r) => ({ group: r.halted === 1 ? 0 : 1, path: r.path, key: r.key }));
   }
 
   put(entry: IndexEntry): void {
@@ -26,6 +58,7 @@ export class StreamIndex {
 
   remove(path: string, streamId: string): void {
     this.storage.run(`DELETE FROM listed WHERE path = ? AND stream_id = ?`, path, streamId);
+    this.storage.run(`DELETE FROM subscribed WHERE path = ? AND stream_id = ?`, path, streamId);
   }
 
   list(options: ListOptions): { entries: IndexEntry[]; more: boolean } {
