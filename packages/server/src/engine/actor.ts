@@ -98,7 +98,7 @@ export class StreamActor {
     if (this.loaded && this.loaded.epoch === storage.epoch) return this.loaded;
     const row = this.deps.store.find(this.projectId, this.path);
     const state = row ? this.deps.store.stateOf(row) : null;
-    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null, this.deps.timer, this.deps.config.deliveryAttemptsKept);
+    const subscriptions = new SubscriptionRuntime(storage, row?.sid ?? null, this.deps.timer, this.deps.config.deliveryAttemptsKept, this.deps.store.unpersisted);
     if (row && (subscriptions.size > 0 || Object.keys(state!.subscriptions.outbound.byKey).length > 0)) {
       storage.transaction(() => subscriptions.repair(state, row.sid));
     }

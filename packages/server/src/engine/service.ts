@@ -190,7 +190,7 @@ export class LocalStreamService implements StreamService {
 
   async listSubscriptions(projectId: string | null, options: SubscriptionListOptions): Promise<SubscriptionListResponse> {
     // Progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first, as /metrics does.
-    for (const actor of this.registry.loaded()) if (actor.exists) actor.subscriptions.persistDirty();
+    for (const runtime of [...this.store.unpersisted]) runtime.persistDirty();
     return listSubscriptions((q) => queryIndex(this.store.storage, q), projectId ?? '', options, {
       nowMs: this.options.clock.now(),
       laggingAfterMs: this.options.laggingAfterMs ?? 60_000,

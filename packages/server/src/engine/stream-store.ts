@@ -81,6 +81,8 @@ export interface StreamStoreOptions {
 
 export class StreamStore {
   readonly checkpointEvery: number;
+  /** The streams' subscription runtimes holding progress not written yet (readers across streams flush them first). */
+  readonly unpersisted = new Set<{ persistDirty(): void }>();
 
   constructor(
     readonly storage: SqlStorage,

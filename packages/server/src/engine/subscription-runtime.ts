@@ -95,6 +95,8 @@ export class SubscriptionRuntime {
     private sid: number | null,
     private readonly timer: Timer,
     attemptsKept = 50,
+    /** Every runtime of the database with progress held in memory only (StreamStore.unpersisted). */
+    private readonly unpersisted?: Set<{ persistDirty(): void }>,
   ) {
     this.attempts = new DeliveryAttempts(storage, attemptsKept);
     this.indexed = sid === null ? new Map() : indexFingerprints(storage, sid);
@@ -159,6 +161,7 @@ export class SubscriptionRuntime {
   /** Keeps one delivery attempt (protocol §22); written with the progress, within SOON_MS. */
   recordAttempt(key: string, attempt: DeliveryAttempt): void {
     this.attempts.record(key, attempt);
+    this.unpersisted?.add(this);
     this.persistSoon();
   }
 
@@ -218,6 +221,7 @@ export class SubscriptionRuntime {
     }
     this.rows.set(row.key, next);
     this.dirty.add(row.key);
+    this.unpersisted?.add(this);
   }
 
   /**
@@ -229,6 +233,7 @@ export class SubscriptionRuntime {
   update(row: SubscriptionRow): void {
     this.rows.set(row.key, row);
     this.dirty.add(row.key);
+    this.unpersisted?.add(this);
     this.persistSoon();
   }
 
@@ -249,6 +254,7 @@ export class SubscriptionRuntime {
     s.counts = [s.counts[0] + 1, s.counts[1] + 1];
     this.measurements.set(key, s);
     this.statsDirty.add(key);
+    this.unpersisted?.add(this);
     this.persistSoon();
   }
 
@@ -264,8 +270,9 @@ export class SubscriptionRuntime {
 
   /** Persists what changed in memory only (quiet cursor moves, results, measurements). */
   persistDirty(): void {
+    this.unpersisted?.delete(this);
     // Nothing to write: /metrics asks every loaded actor at each scrape (engine/compose.ts).
-    if (this.dirty.size === 0 && this.statsDirty.size === 0 && this.cancelFlush === undefined) return;
+    if (this.dirty.size === 0 && this.statsDirty.size === 0 && this.cancelFlush === undefined && !this.attempts.hasPending) return;
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     const keys = new Set([...this.dirty, ...this.statsDirty]);
@@ -286,6 +293,7 @@ export class SubscriptionRuntime {
 
   /** Forgets every row (the stream was destroyed; its rows were erased with it). */
   clear(): void {
+    this.unpersisted?.delete(this);
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     this.rows.clear();
