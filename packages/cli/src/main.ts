@@ -13,6 +13,8 @@ import { restoreCommand } from './commands/restore.js';
 import { DEFAULT_URL } from './commands/remote.js';
 import { serveCommand } from './commands/serve.js';
 import { stateCommand } from './commands/state.js';
+import { subscribeCommand } from './commands/subscribe.js';
+import { subscriptionsCommand } from './commands/subscriptions.js';
 import { tailCommand } from './commands/tail.js';
 import { webhookSecretCommand } from './commands/webhook-secret.js';
 
@@ -26,6 +28,8 @@ export const commands: Command[] = [
   destroyCommand,
   exportCommand,
   importCommand,
+  subscriptionsCommand,
+  subscribeCommand,
   webhookSecretCommand,
   compactCommand,
   backupCommand,

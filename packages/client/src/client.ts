@@ -23,6 +23,7 @@ import {
 import { HttpClient, type FetchLike } from './http.js';
 import { checkRetryable, withRetry, type RetryOptions } from './retry.js';
 import type { TokenSource } from './token.js';
+import { subscriptionAdmin, type SubscriptionAdminApi } from './subscription-admin.js';
 import { tailEvents, type TailOptions } from './tail.js';
 import { apiUrl, streamUrl } from './urls.js';
 
@@ -123,7 +124,7 @@ export interface BackupDownload {
   body: ReadableStream<Uint8Array>;
 }
 
-export interface RivuletClient {
+export interface RivuletClient extends SubscriptionAdminApi {
   readonly url: string;
   /** Appends one event, or an array atomically; answers the committed events in input order. */
   append(path: string, events: AppendEvent | readonly AppendEvent[], options?: AppendOptions): Promise<CommittedEvent[]>;
@@ -318,6 +319,7 @@ export function createClient(options: ClientOptions): RivuletClient {
 
   return {
     url: base,
+    ...subscriptionAdmin(http, base),
     async append(path, events, o) {
       const url = streamUrl(base, path);
       const send = () => http.json<AppendResponse>('POST', url, { body: events, ...signalOf(o) });

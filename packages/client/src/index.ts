@@ -72,3 +72,13 @@ export {
   type WebhookEnvelope,
   type WebhookRequestLike,
 } from './webhooks.js';
+export type { DeliveryAttemptsOptions, ListSubscriptionsOptions, SubscriptionAdminApi } from './subscription-admin.js';
+export type {
+  DeliveryAttempt,
+  DeliveryAttemptsResponse,
+  PreviewSubscriptionBody,
+  PreviewSubscriptionResponse,
+  SubscriptionListEntry,
+  SubscriptionListResponse,
+  SubscriptionStatus,
+} from '@rivulet/contract';
