@@ -11,6 +11,8 @@ import type {
   RuntimeState,
   StreamStateResponse,
   SubscribeToEventsFromBody,
+  SubscriptionListResponse,
+  SubscriptionStatus,
   WaitForEventBody,
   WaitForEventResponse,
 } from '@rivulet/contract';
@@ -74,6 +76,8 @@ export interface ItxRootRpc {
     list(options?: { prefix?: string; after?: string; limit?: number }): Promise<{ streams: unknown[]; nextAfter?: string }>;
   };
   readonly workers: CallablesRpc;
+  /** The project's subscriptions across its streams, one page (protocol §21.5). */
+  listSubscriptions(options?: { status?: SubscriptionStatus[]; prefix?: string; limit?: number; after?: string }): Promise<SubscriptionListResponse>;
   /** Processor hosts (protocol §20): `register(name, host)` answers a registration. */
   readonly processors: CallablesRpc;
 }

@@ -54,6 +54,14 @@ export const ListSubscriptionsQuerySchema = z.strictObject({
   after: z.string().min(1).max(8192).optional().meta({ description: 'the `next` of the previous page (opaque)' }),
 });
 
+/** `listSubscriptions` on the RPC root (protocol §21.5): the listing's query as a JSON object. */
+export const RpcListSubscriptionsOptionsSchema = z.strictObject({
+  status: z.array(z.enum(SUBSCRIPTION_STATUSES)).max(SUBSCRIPTION_STATUSES.length * 4).optional(),
+  prefix: z.string().min(1).max(Limits.pathMaxLength * 3).optional(),
+  limit: z.int().min(1).max(SubscriptionAdminLimits.listPageMax, `limit must be at most ${SubscriptionAdminLimits.listPageMax}`).optional(),
+  after: z.string().min(1).max(8192).optional(),
+});
+
 export interface SubscriptionListEntry {
   sourcePath: string;
   subscriptionKey: string;

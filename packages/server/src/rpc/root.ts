@@ -10,7 +10,9 @@ import {
   EventInputSchema,
   ResumeSubscriptionBodySchema,
   RivuletError,
+  RpcListSubscriptionsOptionsSchema,
   RpcReadOptionsSchema,
+  SubscriptionAdminLimits,
   SetSubscriptionCursorBodySchema,
   SubscribeToEventsFromBodySchema,
   UnsubscribeFromEventsBodySchema,
@@ -226,6 +228,19 @@ export class ItxRoot extends RpcTarget {
 
   get workers(): CallablesApi {
     return new CallablesApi(this.#scope, this.#scope.deps.workers);
+  }
+
+  /** The project's subscriptions across its streams, one page (protocol §21.5). */
+  listSubscriptions(options: unknown = {}) {
+    const o = parseOrThrow(RpcListSubscriptionsOptionsSchema, options ?? {}, 'listSubscriptions');
+    const service = this.#scope.deps.service;
+    if (!service.listSubscriptions) throw new RivuletError('UNAVAILABLE', 'this server does not list subscriptions');
+    return service.listSubscriptions(this.#scope.projectId, {
+      prefix: o.prefix === undefined ? '/' : canonicalizePath(o.prefix),
+      statuses: o.status,
+      after: o.after,
+      limit: o.limit ?? SubscriptionAdminLimits.listPageDefault,
+    });
   }
 
   /** `processors.register(name, host)` / `processors.get(name)`: processor hosts (protocol §20.1). */

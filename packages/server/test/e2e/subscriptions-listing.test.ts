@@ -4,7 +4,9 @@
  * projects kept apart, the halted count agreeing with /metrics, and its refusals.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@rivulet/client';
 import type { SubscriptionListEntry } from '@rivulet/contract';
+import { rpcError } from '../fixtures/rpc-helpers.js';
 import { expectError, queryString, type Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 import { caughtUp, eventually, halted, sampleOf, scrape, subscribe } from '../helpers/subscriptions.js';
@@ -142,6 +144,20 @@ describe('GET /v1/subscriptions', () => {
     // /metrics counts every project; the projects other than the deployment-wide one have none halted.
     expect(halts.length).toBeGreaterThan(0);
     expect(halted).toBe(halts.length);
+  });
+
+  it('answers the same page on the RPC root, and refuses bad options there', async () => {
+    const itx = await connect(server.url);
+    try {
+      const page = await itx.root.listSubscriptions({ prefix: '/ls', status: ['halted'] });
+      expect(page).toEqual(await list({ prefix: '/ls', status: 'halted' }));
+      const refused = await rpcError(itx.root.listSubscriptions({ status: ['stuck'] as never }));
+      expect(refused.code).toBe('INVALID_INPUT');
+      expect(refused.message).toContain('listSubscriptions.status[0]');
+      expect((await rpcError(itx.root.listSubscriptions({ limit: 1001 }))).message).toContain('limit must be at most 1000');
+    } finally {
+      itx.close();
+    }
   });
 
   it('refuses bad parameters with INVALID_INPUT', async () => {
