@@ -18,6 +18,7 @@
  */
 import type { ExpectStatic } from 'vitest';
 import type { SqlStorage, SqlValue } from '../src/ports/storage.js';
+import { defineListingChecks } from './storage-checks-listing.js';
 import { Boom, byteChecks, count, defineSqlChecks, names } from './storage-checks-sql.js';
 
 export interface StorageUnderTest {
@@ -71,6 +72,7 @@ export function defineStorageChecks(t: ConformanceApi, name: string, factory: St
     }
 
     defineSqlChecks(t, () => s);
+    defineListingChecks(t, () => s);
 
     describe('transaction', () => {
       it('answers the value of fn, and its writes are visible to every later exec at once', () => {
