@@ -26,6 +26,9 @@ Options:
   --expression-time-ms N       time budget of one JSONata evaluation (RIVULET_EXPRESSION_TIME_MS, default 10)
   --expression-memory-bytes N  memory budget of one JSONata evaluation, estimated
                                (RIVULET_EXPRESSION_MEMORY_BYTES, default 33554432)
+  --lagging-after-ms N         a subscription owing an event older than this is "lagging" in the listing
+                               (RIVULET_LAGGING_AFTER_MS, default 60000)
+  --delivery-attempts-kept N   delivery attempts kept per subscription (RIVULET_DELIVERY_ATTEMPTS_KEPT, default 50)
   --allow-private-webhooks     let webhooks reach loopback, private, link-local and metadata addresses
                                (RIVULET_ALLOW_PRIVATE_WEBHOOKS=true|false; default true in open mode, false with tokens)
   --webhook-secret SECRET      signs webhooks, whsec_<base64 key of 24-64 bytes> (RIVULET_WEBHOOK_SECRET;
@@ -89,6 +92,8 @@ export const serveCommand: Command = {
       'processor-idle-ms': { type: 'string' },
       'expression-time-ms': { type: 'string' },
       'expression-memory-bytes': { type: 'string' },
+      'lagging-after-ms': { type: 'string' },
+      'delivery-attempts-kept': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'webhook-secret': { type: 'string' },
       'webhook-proxy': { type: 'string' },
@@ -162,6 +167,8 @@ export const serveCommand: Command = {
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
       ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
       ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),
+      laggingAfterMs: intOption('--lagging-after-ms', pick('lagging-after-ms', 'RIVULET_LAGGING_AFTER_MS'), 60_000, 1),
+      deliveryAttemptsKept: intOption('--delivery-attempts-kept', pick('delivery-attempts-kept', 'RIVULET_DELIVERY_ATTEMPTS_KEPT'), 50, 0),
     });
     // The start line is the server's own (at info, with version, address, data folder, durability, mode).
     // SIGTERM or SIGINT: drain, then exit (protocol §16.9); a second signal while draining exits at once.

@@ -2,7 +2,7 @@
  * The subscription listing of the Worker host (protocol §21): the project's index object holds
  * each subscription's source path, key and halt in the listing's order; a page reads positions
  * from it and asks each listed source's object for its entries (their progress and status live
- * there), keeping those of a wanted status. Limits (docs/cloudflare.md): a page costs one call per
+ * there), keeping those of a wanted status. Limits (docs/cloudflare.md §4.5a): a page costs one call per
  * listed source; the index learns of a change after the commit that made it, so a just-changed
  * subscription may sit in the other group for a moment; a round that finds fewer wanted rows than
  * asked ends the page early with `next` when the index holds more (the page may then be short).
