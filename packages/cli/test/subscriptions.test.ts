@@ -195,3 +195,15 @@ describe('rivulet subscriptions preview', () => {
     expect(refused.stderr).toBe('rivulet subscriptions preview: INVALID_INPUT a stream cannot receive from itself (/pre/s)');
   });
 });
+
+describe('rivulet serve flags of the listing and the attempt history', () => {
+  it('refuses --lagging-after-ms below 1 and --delivery-attempts-kept that is not a whole number', async () => {
+    const lag = await rivulet(t.url, ['serve', '--port', '0', '--data', files, '--lagging-after-ms', '0']);
+    expect(lag.code).toBe(2);
+    expect(lag.stderr).toContain('--lagging-after-ms must be at least 1, got "0"');
+    const kept = await rivulet(t.url, ['serve', '--port', '0', '--data', files, '--delivery-attempts-kept', 'many']);
+    expect(kept.code).toBe(2);
+    expect(kept.stderr).toContain('--delivery-attempts-kept must be a whole number, got "many"');
+  });
+});
+

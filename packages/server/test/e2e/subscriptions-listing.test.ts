@@ -160,6 +160,13 @@ describe('GET /v1/subscriptions', () => {
     }
   });
 
+  it('is described in the OpenAPI document, with the two stream methods', async () => {
+    const doc = (await api.request<{ paths: Record<string, Record<string, { parameters: Array<{ name: string }> }>> }>('GET', '/v1/openapi.json')).body;
+    expect(doc.paths['/v1/subscriptions']!.get!.parameters.map((p) => p.name)).toEqual(['status', 'prefix', 'limit', 'after']);
+    expect(doc.paths['/v1/streams/{path}:deliveryAttempts']!.get!.parameters.map((p) => p.name)).toEqual(['path', 'subscriptionKey', 'limit']);
+    expect(doc.paths['/v1/streams/{path}:previewSubscription']!.post).toBeDefined();
+  });
+
   it('refuses bad parameters with INVALID_INPUT', async () => {
     expectError(await listRaw({ status: 'stuck' }), 'INVALID_INPUT', '"stuck" is not a status');
     expectError(await listRaw({ status: 'halted,' }), 'INVALID_INPUT', '"" is not a status');
