@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@rivulet/client';
 import type { SubscriptionListEntry } from '@rivulet/contract';
 import { rpcError } from '../fixtures/rpc-helpers.js';
-import { expectError, queryString, type Api } from '../helpers/http.js';
+import { expectError, queryString, streamRoute, type Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 import { caughtUp, eventually, halted, sampleOf, scrape, subscribe } from '../helpers/subscriptions.js';
 
@@ -54,7 +54,7 @@ const names = (entries: SubscriptionListEntry[]) => entries.map((e) => `${e.sour
 
 /** A copy subscription whose condition throws on every event: it halts after QUICK.maxDeliveryAttempts. */
 async function haltedCopy(src: string, key: string): Promise<void> {
-  await subscribe(api, `${src}-recv`, { sourceStreamPath: src, subscriptionKey: key, filter: { jsonataCondition: '$error("boom")' } });
+  await subscribe(api, `${src}-recv`, { sourceStreamPath: src, subscriptionKey: key, filter: { jsonataCondition: 'type = "x" ? $error("boom") : false' } });
   await api.append(src, { type: 'x' });
   await halted(api, src, key);
 }
@@ -120,6 +120,20 @@ describe('GET /v1/subscriptions', () => {
     expect(second.next).toBeUndefined();
     expect((await list({ prefix: '/pg', limit: 5 })).next).toBeUndefined();
     expect((await list({ prefix: '/pg', limit: 4 })).next).toBeDefined();
+  });
+
+  it('follows a resume: a subscription set past its failing event and resumed leaves the halted group', async () => {
+    await haltedCopy('/rs/x', 'k');
+    expect(names((await list({ prefix: '/rs', status: 'halted' })).subscriptions)).toEqual(['/rs/x#k']);
+    const head = (await api.read('/rs/x', { limit: 1 })).streamMaxOffset;
+    const res = await api.request('POST', streamRoute('/rs/x', 'setSubscriptionCursorAndResume'), { json: { subscriptionKey: 'k', afterOffset: head } });
+    expect(res.status, res.text).toBe(200);
+    const entry = await eventually(async () => {
+      const [e] = (await list({ prefix: '/rs' })).subscriptions;
+      return e && e.status === 'healthy' ? e : undefined;
+    }, 'the resumed subscription to be healthy');
+    expect(entry.deliveryHalted).toBeUndefined();
+    expect(names((await list({ prefix: '/rs', status: 'halted' })).subscriptions)).toEqual([]);
   });
 
   it('lists the subscriptions of the caller project only', async () => {

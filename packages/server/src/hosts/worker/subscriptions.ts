@@ -18,9 +18,9 @@ export interface ListingPorts {
   entries(path: string): Promise<SubscriptionListEntry[]>;
 }
 
-/** Index positions read per round, and rounds per page at most. */
+/** Index positions read per round at most, and per page at most. */
 const CHUNK = 200;
-const ROUNDS = 5;
+const POSITIONS = 1000;
 
 export async function listProjectSubscriptions(ports: ListingPorts, options: SubscriptionListOptions): Promise<SubscriptionListResponse> {
   const statuses = options.statuses && options.statuses.length > 0 ? options.statuses : SUBSCRIPTION_STATUSES;
@@ -29,8 +29,10 @@ export async function listProjectSubscriptions(ports: ListingPorts, options: Sub
   const out: SubscriptionListEntry[] = [];
   let last: ListPosition | undefined;
   const chunk = Math.min(Math.max(options.limit + 1, 16), CHUNK);
-  for (let round = 0; round < ROUNDS; round++) {
-    const candidates = await ports.subscribed({ prefix: options.prefix, after, halted, limit: chunk });
+  for (let read = 0; read < POSITIONS; ) {
+    const want = Math.min(chunk, POSITIONS - read);
+    const candidates = await ports.subscribed({ prefix: options.prefix, after, halted, limit: want });
+    read += candidates.length;
     const paths = [...new Set(candidates.map((c) => c.path))];
     const found = await Promise.all(paths.map((p) => ports.entries(p)));
     const byPath = new Map(paths.map((p, i) => [p, new Map(found[i]!.map((e) => [e.subscriptionKey, e]))]));
@@ -42,7 +44,7 @@ export async function listProjectSubscriptions(ports: ListingPorts, options: Sub
       out.push(entry);
       last = c;
     }
-    if (candidates.length < chunk) return { subscriptions: out };
+    if (candidates.length < want) return { subscriptions: out };
   }
   // The index holds more: the page ends here, the next one goes on from the last position read.
   return { subscriptions: out, next: encodeListCursor(after!) };
