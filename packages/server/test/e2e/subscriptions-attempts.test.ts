@@ -68,6 +68,7 @@ describe(':deliveryAttempts', () => {
       error: expect.stringMatching(/^webhook responded 500/),
       durationMs: expect.any(Number),
     });
+    expect(Object.keys(one!)).toEqual(['at', 'run', 'attempt', 'fromOffset', 'toOffset', 'outcome', 'status', 'responseExcerpt', 'error', 'durationMs']);
     // 1 KiB of UTF-8, never a cut character: "refused " is 8 bytes, each "é" 2.
     expect(new TextEncoder().encode(one!.responseExcerpt).length).toBe(1024);
     expect(one!.responseExcerpt).toBe(`refused ${'é'.repeat(508)}`);

@@ -38,6 +38,8 @@ export function outcomeOf(outcome: DeliveryOutcome, events: number): DeliveryAtt
 }
 
 export function recordAttempt(loop: SendLoop, key: string, row: SubscriptionRow, facts: AttemptFacts): void {
+  const excerpt = facts.responseExcerpt === undefined || facts.responseExcerpt === '' ? undefined : utf8Prefix(facts.responseExcerpt, SubscriptionAdminLimits.responseExcerptBytes);
+  // In the order protocol §22.1 lists the fields.
   const attempt: DeliveryAttempt = {
     at: isoAt(facts.startedMs),
     run: `${row.runConfiguredAt}:${row.runCursorSetAt}`,
@@ -45,12 +47,10 @@ export function recordAttempt(loop: SendLoop, key: string, row: SubscriptionRow,
     fromOffset: facts.fromOffset,
     toOffset: facts.toOffset,
     outcome: facts.outcome,
+    ...(facts.status !== undefined ? { status: facts.status } : {}),
+    ...(excerpt !== undefined ? { responseExcerpt: excerpt } : {}),
+    ...(facts.error !== undefined ? { error: facts.error } : {}),
     durationMs: Math.max(0, facts.durationMs),
   };
-  if (facts.status !== undefined) attempt.status = facts.status;
-  if (facts.responseExcerpt !== undefined && facts.responseExcerpt !== '') {
-    attempt.responseExcerpt = utf8Prefix(facts.responseExcerpt, SubscriptionAdminLimits.responseExcerptBytes);
-  }
-  if (facts.error !== undefined) attempt.error = facts.error;
   loop.actor.subscriptions.recordAttempt(key, attempt);
 }
