@@ -123,6 +123,16 @@ describe('rivulet subscriptions ls, show, resume, set-cursor, rm', () => {
     const listed = JSON.parse(halted.stdout) as { subscriptions: Array<{ sourcePath: string; status: string }> };
     expect(listed.subscriptions.map((s) => [s.sourcePath, s.status])).toEqual([['/fix/h', 'halted']]);
     expect((await rivulet(t.url, ['subscriptions', 'ls', '--prefix', '/nothing'])).stderr).toBe('no subscriptions');
+    for (const argv of [
+      ['subscriptions', 'ls', '--limit', '0'],
+      ['subscriptions', 'show', '/fix/h', 'k', '--attempts', '0'],
+      ['subscriptions', 'preview', '/fix/h', '--file', '-', '--limit', '0'],
+    ]) {
+      const run = await rivulet(t.url, argv, { readStdin: async () => '{}' });
+      expect(run.code, argv.join(' ')).toBe(2);
+      expect(run.stderr).toMatch(/must be at least 1, got "0"/);
+    }
+    expect((await rivulet(t.url, ['subscriptions', 'ls', '--limit', '1', '--prefix', '/fix'])).out).toHaveLength(2);
     const bad = await rivulet(t.url, ['subscriptions', 'ls', '--status', 'stuck']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--status: "stuck" is not one of halted, retrying, lagging, healthy');
