@@ -51,8 +51,11 @@ export function defineListingChecks(t: ConformanceApi, current: () => SqlStorage
       addStream(s, 1, '/b', false, 3);
       addStream(s, 2, '/a', false, 1);
       addStream(s, 3, '/c', true, 2);
-      // A database from before the index: the table is gone, the next open fills it from state.
+      // A database of format 3, from before the index and the attempts: the upgrade to format 4
+      // (engine/migrations.ts) fills the index from state.
       s.run(`DROP TABLE subscription_index`);
+      s.run(`DROP TABLE delivery_attempts`);
+      s.run(`UPDATE meta SET value = '3' WHERE key = 'format'`);
       openSchema(s);
       expect(s.exec(`SELECT sid, key, action, target, configured_at, halt FROM subscription_index ORDER BY sid`)).toEqual([
         { sid: 1, key: 'k', action: 'copy-to-stream', target: '/b-r', configured_at: '2026-12-01T00:00:00.000Z', halt: null },

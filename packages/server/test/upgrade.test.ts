@@ -68,7 +68,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 3; the database as it was is kept in ${copy}`]);
+    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 4; the database as it was is kept in ${copy}`]);
     // The copy is the old database, still format 2, with the same rows as the fixture.
     const rows = (file: string) => {
       const db = new Database(file, { readonly: true });
@@ -99,6 +99,13 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
       expect(core).toEqual(folded);
     }
 
+    // The step to format 4 filled the subscription index from stored state: the cross-stream listing
+    // (protocol §21) has every subscription the old server configured.
+    const listed = await get<{ subscriptions: Array<{ sourcePath: string; subscriptionKey: string }> }>(server, '/v1/subscriptions');
+    expect(listed.subscriptions.map((s) => [s.sourcePath, s.subscriptionKey]).sort()).toEqual(
+      manifest.subscriptions.map((s) => [s.source, s.key]).sort(),
+    );
+
     // The copy subscription resumes after its cursor: new orders are copied once, old ones not again.
     const [sub] = manifest.subscriptions;
     const before = await allEvents(server, sub!.receiver);
@@ -124,7 +131,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(fresh.map((e) => e.offset)).toEqual([last + 1, last + 2]);
   });
 
-  it('a second start finds format 3 and upgrades nothing', async () => {
+  it('a second start finds format 4 and upgrades nothing', async () => {
     const data = fixtureFolder();
     const first: string[] = [];
     const server = await start(data, first);
@@ -137,16 +144,16 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2'))).toBe(false);
   });
 
-  it('compact upgrades as serve does: the copy first, then format 3', () => {
+  it('compact upgrades as serve does: the copy first, then format 4', () => {
     const data = fixtureFolder();
     const lines: string[] = [];
     compactDataFolder(data, { progress: (line) => lines.push(line) });
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 3; the database as it was is kept in ${copy}`);
+    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 4; the database as it was is kept in ${copy}`);
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '3' });
-      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 3 }]);
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '4' });
+      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 4 }]);
     } finally {
       db.close();
     }
@@ -165,7 +172,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(error).toBeInstanceOf(RivuletError);
     expect((error as RivuletError).code).toBe('UNAVAILABLE');
     expect((error as RivuletError).message).toMatch(
-      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 3: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
+      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 4: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
     );
     expect(warnings).toEqual([]);
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2.partial'))).toBe(false);

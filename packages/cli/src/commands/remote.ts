@@ -4,6 +4,7 @@
  * RivuletError prints `rivulet <cmd>: CODE message` on stderr and exits 1; a UsageError is left
  * to main (usage text, exit 2). All network calls go through @rivulet/client.
  */
+import { readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createClient, RivuletError, type RivuletClient } from '@rivulet/client';
 import { Defaults, type JsonObject } from '@rivulet/contract';
@@ -114,4 +115,19 @@ export function stopSignal(io: RemoteIO): { signal: AbortSignal; dispose(): void
       process.off('SIGTERM', stop);
     },
   };
+}
+
+/** A small document (a subscription's configuration, say) from a file, or from standard input for "-". */
+export async function readInput(file: string, io: RemoteIO): Promise<string> {
+  if (file === '-') {
+    if (io.readStdin) return io.readStdin();
+    const chunks: Buffer[] = [];
+    for await (const chunk of io.stdin ?? process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+    return Buffer.concat(chunks).toString('utf8');
+  }
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

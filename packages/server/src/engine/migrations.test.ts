@@ -50,13 +50,13 @@ const tables = (storage: SqliteStorage) => storage.exec<{ name: string }>(`SELEC
 
 describe('storage format check and upgrades (protocol §16.4)', () => {
   it('a new database records the current format, and opens again without an upgrade', () => {
-    expect(FORMAT_VERSION).toBe(3);
+    expect(FORMAT_VERSION).toBe(4);
     const storage = open();
     expect(storedFormat(storage)).toBeNull();
     const upgrades: number[] = [];
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
-    expect(storedFormat(storage)).toBe(3);
+    expect(storedFormat(storage)).toBe(4);
     expect(upgrades).toEqual([]);
   });
 
@@ -64,7 +64,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(MIGRATIONS.map((m) => m.from)).toEqual(Array.from({ length: FORMAT_VERSION - OLDEST_UPGRADABLE_FORMAT }, (_, i) => OLDEST_UPGRADABLE_FORMAT + i));
   });
 
-  it('format 2 is upgraded: beforeUpgrade hears (2, 3) before anything changes, then rows and meta say 3', () => {
+  it('format 2 is upgraded: beforeUpgrade hears (2, 4) before anything changes, then rows and meta say 4', () => {
     const storage = recording('2');
     storage.transaction(() => {
       storage.run(`CREATE TABLE streams (sid INTEGER PRIMARY KEY, project TEXT NOT NULL, path TEXT NOT NULL, stream_id TEXT NOT NULL,
@@ -74,9 +74,9 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: Array<[number, number, number | null]> = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to, storedFormat(storage)]) });
-    expect(seen).toEqual([[2, 3, 2]]);
-    expect(storedFormat(storage)).toBe(3);
-    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 3 }]);
+    expect(seen).toEqual([[2, 4, 2]]);
+    expect(storedFormat(storage)).toBe(4);
+    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 4 }]);
   });
 
   it('a beforeUpgrade that throws stops the upgrade with nothing changed', () => {
@@ -93,14 +93,14 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
   });
 
   it('a newer format is refused naming both formats, and left as it was', () => {
-    const storage = recording('4');
+    const storage = recording('5');
     const error = thrown(() => openSchema(storage, { beforeUpgrade: () => expect.unreachable() }));
     expect([error.code, error.message]).toEqual([
       'UNAVAILABLE',
-      'this data was written by storage format 4, newer than format 3 that this server reads: run a Rivulet release that reads format 4 (the one that wrote it, or later) on it. Nothing was changed.',
+      'this data was written by storage format 5, newer than format 4 that this server reads: run a Rivulet release that reads format 5 (the one that wrote it, or later) on it. Nothing was changed.',
     ]);
     expect(tables(storage)).toEqual(['meta']);
-    expect(storedFormat(storage)).toBe(4);
+    expect(storedFormat(storage)).toBe(5);
   });
 
   for (const found of ['1', 'x']) {
@@ -109,7 +109,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
       const error = thrown(() => openSchema(storage));
       expect([error.code, error.message]).toEqual([
         'UNAVAILABLE',
-        `this data was written by storage format ${Number(found)}; this server reads format 3 and upgrades only formats 2 and later. ` +
+        `this data was written by storage format ${Number(found)}; this server reads format 4 and upgrades only formats 2 and later. ` +
           'Nothing was changed: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
       ]);
       expect(tables(storage)).toEqual(['meta']);

@@ -8,6 +8,8 @@
  * everything a server of the older format acknowledged: events, core state, delivery progress.
  */
 import type { SqlStorage } from '../ports/storage.js';
+import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
+import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscription-index.js';
 
 export interface Migration {
   /** The format this step reads; it writes `from + 1`. */
@@ -34,6 +36,17 @@ export const MIGRATIONS: readonly Migration[] = [
     summary: "the streams row's head and counters become a checkpoint (no data is rewritten)",
     apply(storage) {
       storage.run(`UPDATE streams SET format = 3 WHERE format = 2`);
+    },
+  },
+  {
+    from: 3,
+    // New tables only (their indexes come with the schema, schema.ts): the index is filled from
+    // each stream's stored subscription state, the attempt history starts empty.
+    summary: 'a subscription index (filled from stored state) and a delivery attempt history',
+    apply(storage) {
+      for (const ddl of [SUBSCRIPTION_INDEX_TABLE, ...DELIVERY_ATTEMPTS_DDL]) storage.run(ddl);
+      backfillSubscriptionIndex(storage);
+      storage.run(`UPDATE streams SET format = 4 WHERE format = 3`);
     },
   },
 ];

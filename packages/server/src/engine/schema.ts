@@ -13,8 +13,10 @@ import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
  * would take that stale head for the current one and give offsets twice; hence a new format.
+ * 4: the subscription index and the delivery attempt history (protocol §21, §22). A server of
+ * format 3 would not keep the index up to date, and a later one would then trust a stale index.
  */
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,

@@ -12,8 +12,8 @@ import type { OutboundEntry, SubscriptionListEntry } from '@rivulet/contract';
 import { subscriptionTarget } from '../core/subscription-status.js';
 import type { SqlStorage } from '../ports/storage.js';
 
-export const SUBSCRIPTION_INDEX_DDL = [
-  `CREATE TABLE IF NOT EXISTS subscription_index (
+/** The index's own table; SUBSCRIPTION_INDEX_DDL adds an index on subscription_runtime. */
+export const SUBSCRIPTION_INDEX_TABLE = `CREATE TABLE IF NOT EXISTS subscription_index (
      sid INTEGER NOT NULL,
      key TEXT NOT NULL,
      action TEXT NOT NULL,
@@ -21,7 +21,10 @@ export const SUBSCRIPTION_INDEX_DDL = [
      configured_at TEXT NOT NULL,
      halt TEXT,
      PRIMARY KEY (sid, key)
-   )`,
+   )`;
+
+export const SUBSCRIPTION_INDEX_DDL = [
+  SUBSCRIPTION_INDEX_TABLE,
   // The halted listing starts from the halted rows, however many streams there are (bench/README).
   `CREATE INDEX IF NOT EXISTS subscription_runtime_halted ON subscription_runtime (sid) WHERE halted = 1`,
 ];
