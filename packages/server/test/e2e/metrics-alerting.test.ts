@@ -185,6 +185,9 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
   });
 
   it('process and runtime metrics: CPU, memory, heap, event-loop lag (it sees a stall) and GC', async () => {
+    // The lag a scrape reports is the one measured since the scrape before it (prom-client starts a
+    // measurement at each collect), so the first scrape of a process may say 0: read the second.
+    await scrape(api);
     let text = await scrape(api);
     for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
       expect(sampleOf(text, name), name).toBeGreaterThan(0);
