@@ -5,7 +5,7 @@
  */
 import { RivuletError } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
-import { Meter, defaultExpressionLimits, expressionBudget, literalRangeOver, sequenceCap } from './expression-budget.js';
+import { Meter, defaultExpressionLimits, expressionBudget, literalRangeOver, needsBacktracking, sequenceCap } from './expression-budget.js';
 import { JsonataError, checkJsonata, evaluateJsonata } from './jsonata.js';
 
 const budget = expressionBudget(defaultExpressionLimits, () => performance.now());
@@ -114,5 +114,30 @@ describe('the static check', () => {
     expect(literalRangeOver(ast, 100)).toBe(500);
     expect(literalRangeOver(ast, 1000)).toBeUndefined();
     expect(() => checkJsonata('[1..100]', 'f')).not.toThrow();
+  });
+});
+
+describe('regular expressions the linear-time fallback cannot run', () => {
+  it.each([
+    ['(a)\\1', true],
+    ['(?<x>a)\\k<x>', true],
+    ['a(?=b)', true],
+    ['a(?!b)', true],
+    ['(?<=b)a', true],
+    ['(?<!b)a', true],
+    ['(a+)+$', false],
+    ['\\\\1', false],
+    ['(?<name>a)b', false],
+    ['(?:a|b)*', false],
+    ['[\\d]+', false],
+  ])('%s: %s', (source, refused) => {
+    expect(needsBacktracking(source)).toBe(refused);
+  });
+
+  it('checkJsonata refuses a backreference anywhere in the expression, naming it', () => {
+    expect(() => checkJsonata('payload.a and $contains(payload.s, /(a)\\1/)', 'filter.jsonataCondition')).toThrow(
+      'filter.jsonataCondition uses a regular expression with a backreference or a lookaround, which cannot be bounded in time: /(a)\\1/',
+    );
+    expect(() => checkJsonata('$contains(payload.s, /(a+)+$/)', 'filter.jsonataCondition')).not.toThrow();
   });
 });

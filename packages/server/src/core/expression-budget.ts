@@ -192,3 +192,40 @@ export function literalRangeOver(ast: unknown, cap: number): number | undefined 
   }
   return undefined;
 }
+
+/**
+ * The first regular expression in an expression's syntax tree that the Node host's linear-time
+ * fallback cannot run — one with a backreference or a lookaround — for refusing it when the
+ * expression is configured (protocol §16.8); undefined when there is none. A regex runs natively
+ * in one step, so the meter cannot stop one that backtracks; V8 falls back to a linear-time
+ * engine after excessive backtracking, but only for patterns without these constructs.
+ */
+export function unboundedRegex(ast: unknown): string | undefined {
+  const pending: unknown[] = [ast];
+  const seen = new Set<object>();
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    seen.add(node);
+    const n = node as { type?: unknown; value?: unknown };
+    if (n.type === 'regex' && n.value instanceof RegExp && needsBacktracking(n.value.source)) return `/${n.value.source}/`;
+    for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
+  }
+  return undefined;
+}
+
+/** A backreference (`\1`, `\k<name>`) or a lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) in a pattern's source. */
+export function needsBacktracking(source: string): boolean {
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') {
+      const next = source[i + 1] ?? '';
+      if ((next >= '1' && next <= '9') || (next === 'k' && source[i + 2] === '<')) return true;
+      i++;
+    } else if (c === '(' && source[i + 1] === '?') {
+      const kind = source.slice(i + 2, i + 4);
+      if (kind.startsWith('=') || kind.startsWith('!') || kind === '<=' || kind === '<!') return true;
+    }
+  }
+  return false;
+}

@@ -16,6 +16,7 @@ import {
   UNMETERED_STEP_SHARE,
   defaultExpressionLimits,
   literalRangeOver,
+  unboundedRegex,
   sequenceCap,
   type ExpressionBudget,
   type ExpressionLimits,
@@ -145,7 +146,8 @@ export function evaluationPlan(source: string, input: unknown, limits: Expressio
 
 /**
  * INVALID_INPUT naming the field, with JSONata's message and position (protocol §9.3); also when a
- * literal range is longer than the memory budget allows any sequence to be (protocol §16.8).
+ * literal range is longer than the memory budget allows any sequence to be, or a regular expression
+ * could backtrack without bound (protocol §16.8).
  */
 export function checkJsonata(source: string, field: string, limits: ExpressionLimits = defaultExpressionLimits): void {
   let expression: Expression;
@@ -159,6 +161,13 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
       position: e.position,
       token: e.token,
       jsonataCode: e.jsonataCode,
+    });
+  }
+  const regex = unboundedRegex(expression.ast());
+  if (regex !== undefined) {
+    throw new RivuletError('INVALID_INPUT', `${field} uses a regular expression with a backreference or a lookaround, which cannot be bounded in time: ${regex}`, {
+      field,
+      jsonataCode: 'TIME_BUDGET',
     });
   }
   const cap = sequenceCap(limits);

@@ -31,6 +31,7 @@ import { nodeAlarms } from './alarms.js';
 import { nodeMetrics } from './node-metrics.js';
 import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
+import { enableRegexpFallback } from './regexp-fallback.js';
 import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
@@ -140,6 +141,7 @@ function loadTokens(options: NodeServerOptions): ReadonlyMap<string, string> | n
 }
 
 export async function startNodeServer(options: NodeServerOptions = {}): Promise<RunningServer> {
+  enableRegexpFallback();
   const host = options.host ?? Defaults.host;
   const port = options.port ?? Defaults.port;
   const tokens = loadTokens(options);

@@ -1,0 +1,65 @@
+/**
+ * Regular expressions in JSONata (protocol §16.8), Node host: a pattern that backtracks
+ * exponentially ends in linear time (V8's fallback engine, hosts/node/regexp-fallback.ts) instead of
+ * holding the process, and patterns that engine cannot run are refused when configured. Without
+ * the fallback, the condition below on forty `a`s and a `b` runs for longer than the test lives.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { caughtUp, command, copiesOn, subscribe } from '../helpers/subscriptions.js';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3 });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const EXPONENTIAL = '$contains(payload.s, /(a+)+$/)';
+
+describe('regular expressions that backtrack', () => {
+  it('a waitForEvent condition that would backtrack exponentially is judged in milliseconds', async () => {
+    const { api } = server;
+    await api.append('/re/wait', { type: 'job', payload: { s: `${'a'.repeat(40)}b` } });
+    const t0 = performance.now();
+    const res = await command(api, '/re/wait', 'waitForEvent', { afterOffset: 0, timeoutMs: 300, jsonataCondition: EXPONENTIAL });
+    // No match (the string ends in b): the wait times out as it would for any condition.
+    expect(res.status).toBe(408);
+    expect((res.body as { error: { code: string } }).error.code).toBe('TIMEOUT');
+    expect(performance.now() - t0).toBeLessThan(3000);
+    // While the hostile event is judged again, a plain append elsewhere is answered at once.
+    const again = command(api, '/re/wait', 'waitForEvent', { afterOffset: 0, timeoutMs: 300, jsonataCondition: EXPONENTIAL });
+    const t1 = performance.now();
+    expect((await api.post('/re/other', { type: 'ping' })).status).toBe(200);
+    expect(performance.now() - t1).toBeLessThan(1000);
+    expect((await again).status).toBe(408);
+  });
+
+  it('a subscription with such a condition copies what matches and passes over what does not', async () => {
+    const { api } = server;
+    await subscribe(api, '/re/dst', { sourceStreamPath: '/re/src', subscriptionKey: 're', filter: { jsonataCondition: EXPONENTIAL }, delivery: { start: 'beginning' } });
+    const appended = await api.append('/re/src', [
+      { type: 'job', payload: { s: `${'a'.repeat(40)}b` } },
+      { type: 'job', payload: { s: 'aaa' } },
+    ]);
+    expect((await caughtUp(api, '/re/src', 're')).acknowledgedOffset).toBe(appended.at(-1)!.offset);
+    expect((await copiesOn(api, '/re/dst')).map((e) => (e.payload as { s: string }).s)).toEqual(['aaa']);
+  });
+
+  it.each([
+    ['a backreference', '$contains(payload.s, /(a)\\1/)', '/(a)\\1/'],
+    ['a named backreference', '$contains(payload.s, /(?<x>a)\\k<x>/)', '/(?<x>a)\\k<x>/'],
+    ['a lookahead', '$contains(payload.s, /a(?=b)/)', '/a(?=b)/'],
+    ['a negative lookbehind', '$contains(payload.s, /(?<!b)a/)', '/(?<!b)a/'],
+  ])('%s is refused when configured: INVALID_INPUT naming the pattern', async (_what, condition, shown) => {
+    const res = await command(server.api, '/re/never', 'subscribeToEventsFrom', { sourceStreamPath: '/re/refused', subscriptionKey: 'x', filter: { jsonataCondition: condition } });
+    expect(res.status).toBe(400);
+    expect((res.body as { error: { code: string; message: string } }).error).toEqual(
+      expect.objectContaining({
+        code: 'INVALID_INPUT',
+        message: `filter.jsonataCondition uses a regular expression with a backreference or a lookaround, which cannot be bounded in time: ${shown}`,
+      }),
+    );
+  });
+});
