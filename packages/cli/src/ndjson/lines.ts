@@ -100,7 +100,8 @@ export class LineQueue {
     const taken = this.lines.splice(0, max);
     if (this.paused && this.lines.length < this.highWater / 2) {
       this.paused = false;
-      this.reader.resume();
+      // A closed reader has nothing more to give, and Node 22+ throws on resuming one.
+      if (!this.ended) this.reader.resume();
     }
     return taken;
   }
