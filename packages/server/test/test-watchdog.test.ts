@@ -1,0 +1,80 @@
+/**
+ * The suite's own watchdog (scripts/vitest-watchdog.mjs): a test file that blocks its worker's event
+ * loop would hold the whole run forever, since its own timeout cannot fire. Each case runs a nested
+ * vitest on one fixture file (test/fixtures/watchdog/) with the project's progress reporter.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readProgress, runVitest } from '../../../scripts/vitest-watchdog.mjs';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function run(fixture: string, fileLimitMs: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-watchdog-'));
+  dirs.push(dir);
+  const progress = join(dir, 'progress.json');
+  const lines: string[] = [];
+  const t0 = Date.now();
+  const outcome = await runVitest(
+    ['vitest', 'run', '--config', 'packages/server/test/fixtures/watchdog/vitest.config.mjs', '--reporter=./scripts/vitest-summary-reporter.ts'],
+    { RIVULET_TEST_PROGRESS: progress, WATCHDOG_FIXTURE: fixture },
+    { fileLimitMs, pollMs: 200, log: (line) => lines.push(line), stdio: 'ignore', cwd: ROOT },
+  );
+  return { outcome, lines, progress: readProgress(progress), ms: Date.now() - t0 };
+}
+
+describe('the test-run watchdog', () => {
+  it('stops a run whose file blocks its event loop, naming the file and the test it started last', async () => {
+    const { outcome, lines, progress, ms } = await run('blocks.fixture.ts', 2000);
+    expect(outcome.stopped).toBe(true);
+    expect(outcome.ok).toBe(false);
+    expect(lines[0]).toBe('✘ a test file ran for over 2 s: stopping the run');
+    expect(lines[1]).toMatch(/^ {2}still running \[\] blocks\.fixture\.ts for \d+ s; its last test started \d+ s ago: never yields$/);
+    // What finished before the hang is still counted.
+    expect(progress.passed).toBe(1);
+    // Stopped soon after the limit, not after the blocking test's two minutes.
+    expect(ms).toBeLessThan(30_000);
+  });
+
+  it('lets a file that passes within the limit end the run by itself, with nothing left behind', async () => {
+    const { outcome, lines, progress } = await run('passes.fixture.ts', 20_000);
+    expect(outcome).toEqual({ ok: true, code: 0, stopped: false, leftovers: [] });
+    expect(lines).toEqual([]);
+    expect(progress).toEqual({ passed: 1, failed: 0, running: [] });
+  });
+
+  it('names and kills a process that a test left running after the run', async () => {
+    const { outcome, lines } = await run('leaves-a-process.fixture.ts', 20_000);
+    expect(outcome.code).toBe(0);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.leftovers).toEqual([expect.stringMatching(/^\d+ sleep 117$/)]);
+    expect(lines[0]).toBe('✘ 1 process(es) that tests started were still running after the run (killed now):');
+    const pid = Number(outcome.leftovers[0]!.split(' ')[0]);
+    // Killed: signalling it fails (it may linger as a zombie of init for a moment, so allow that).
+    await expect.poll(() => alive(pid), { timeout: 5000 }).toBe(false);
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !isZombie(pid);
+  } catch {
+    return false;
+  }
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    return /\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}

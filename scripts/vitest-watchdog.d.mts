@@ -1,0 +1,22 @@
+// Types of scripts/vitest-watchdog.mjs, for the test that drives it.
+export interface Progress {
+  passed: number;
+  failed: number;
+  running: { file: string; project: string; startedAt: number; lastTest?: string; lastTestAt?: number }[];
+}
+export interface WatchdogOptions {
+  fileLimitMs?: number;
+  runLimitMs?: number;
+  pollMs?: number;
+  log?: (line: string) => void;
+  stdio?: 'inherit' | 'ignore' | 'pipe';
+  cwd?: string;
+}
+export interface WatchdogOutcome {
+  ok: boolean;
+  code: number | null;
+  stopped: boolean;
+  leftovers: string[];
+}
+export function readProgress(file: string): Progress;
+export function runVitest(args: string[], env: Record<string, string>, options?: WatchdogOptions): Promise<WatchdogOutcome>;
