@@ -3,17 +3,27 @@
  * exponentially ends in linear time (V8's fallback engine, hosts/node/regexp-fallback.ts) instead of
  * holding the process, and patterns that engine cannot run are refused when configured. Without
  * the fallback, the condition below on forty `a`s and a `b` runs for longer than the test lives.
+ * So the server runs in a process of its own: were the fallback missing, that process would hang
+ * and these tests would fail on their timeouts, instead of blocking the test worker for good.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { spawnServe, type CliServer } from '../helpers/cli.js';
+import { Api } from '../helpers/http.js';
+import { tempDir } from '../helpers/server.js';
 import { caughtUp, command, copiesOn, subscribe } from '../helpers/subscriptions.js';
 
-let server: TestServer;
+let child: CliServer;
+let remove: () => Promise<void>;
+const server = {} as { api: Api };
 beforeAll(async () => {
-  server = await startTestServer({ retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3 });
+  const dir = await tempDir('rivulet-regex-');
+  remove = dir.remove;
+  child = await spawnServe(['--data', dir.dir, '--retry-base-ms', '10', '--retry-max-ms', '50', '--max-delivery-attempts', '3']);
+  server.api = new Api(child.url);
 });
 afterAll(async () => {
-  await server?.close();
+  await child?.kill('SIGKILL');
+  await remove?.();
 });
 
 const EXPONENTIAL = '$contains(payload.s, /(a+)+$/)';
