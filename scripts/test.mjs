@@ -41,8 +41,8 @@ const outcome = await runVitest(['vitest', 'run', '--reporter=default', '--repor
   RIVULET_TEST_PROGRESS: progress,
 }, {
   // A file that runs this long is taken as hung (the slowest takes about 75 s), and so is the run.
-  fileLimitMs: Number(process.env.RIVULET_TEST_FILE_LIMIT_S ?? 600) * 1000,
-  runLimitMs: Number(process.env.RIVULET_TEST_RUN_LIMIT_S ?? 3600) * 1000,
+  fileLimitMs: Number(process.env.RIVULET_TEST_FILE_LIMIT_S ?? 300) * 1000,
+  runLimitMs: Number(process.env.RIVULET_TEST_RUN_LIMIT_S ?? 2400) * 1000,
 });
 try {
   const totals = JSON.parse(readFileSync(summary, 'utf8'));

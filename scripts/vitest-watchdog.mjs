@@ -26,8 +26,8 @@ export function readProgress(file) {
  * `leftovers` the processes ("pid command") found in the group after vitest exited.
  */
 export function runVitest(args, env, options = {}) {
-  const fileLimitMs = options.fileLimitMs ?? 600_000;
-  const runLimitMs = options.runLimitMs ?? 3_600_000;
+  const fileLimitMs = options.fileLimitMs ?? 300_000;
+  const runLimitMs = options.runLimitMs ?? 2_400_000;
   const pollMs = options.pollMs ?? 5000;
   const log = options.log ?? ((line) => console.log(line));
   const started = Date.now();
