@@ -170,6 +170,9 @@ describe('the bound holds (property)', () => {
   it('the meter never counts more steps or bytes than the static bound, and both ways agree', async () => {
     await fc.assert(
       fc.asyncProperty(expression, root, async (source, data) => {
+        // JSONata settles on microtasks alone: without a turn of the event loop per run, no timer
+        // (this test's timeout among them) could fire until fast-check is done, shrinking included.
+        await new Promise((resolve) => setImmediate(resolve));
         const b = bound(source);
         expect(b, source).toBeDefined();
         const size = inputSizeWithin(data, Infinity, Infinity)!;
@@ -183,7 +186,8 @@ describe('the bound holds (property)', () => {
         expect(meter.stepsTaken, source).toBeLessThanOrEqual(b!.topNodes + b!.innerNodes * size.values);
         expect(meter.bytesCharged, source).toBeLessThanOrEqual(size.bytes * (1 + b!.memoryFactor));
       }),
-      { numRuns: 800 },
+      // A run (or a shrink) that goes on this long fails, naming its seed, rather than running on.
+      { numRuns: 800, interruptAfterTimeLimit: 90_000, markInterruptAsFailure: true },
     );
   }, 120_000);
 });
