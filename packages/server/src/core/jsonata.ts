@@ -8,6 +8,7 @@
 import jsonata from 'jsonata';
 import { RivuletError } from '@rivulet/contract';
 import { inputSizeWithin, staticBound, type StaticBound } from './expression-bounds.js';
+import { inputFor, mayGroup } from './jsonata-input.js';
 import {
   BudgetExceeded,
   Meter,
@@ -62,6 +63,8 @@ const CACHE_LIMIT = 2000;
 interface Compiled {
   metered: Expression;
   bound: StaticBound | undefined;
+  /** Whether it can group, and so write into an input that holds an empty array (jsonata-input.ts). */
+  groups: boolean;
   plain?: Expression;
 }
 // Keyed by sequence cap, then source: the source string is the key itself, so its hash is kept.
@@ -101,7 +104,7 @@ function compiled(source: string, limits: ExpressionLimits): Compiled {
   const assign = metered.assign as unknown as (name: symbol, value: Hook) => void;
   assign(ENTRY, onEntry);
   assign(EXIT, onExit);
-  const entry: Compiled = { metered, bound: staticBound(metered.ast()) };
+  const entry: Compiled = { metered, bound: staticBound(metered.ast()), groups: mayGroup(metered.ast()) };
   if (cached >= CACHE_LIMIT) {
     cache.clear();
     cached = 0;
@@ -199,12 +202,13 @@ export function evaluateJsonataAs(mode: 'metered' | 'unmetered', source: string,
 
 async function evaluateAs(mode: 'metered' | 'unmetered', entry: Compiled, source: string, input: unknown, budget: ExpressionBudget, meter?: Meter): Promise<unknown> {
   let result: unknown;
+  const own = inputFor(entry.groups, input);
   try {
     if (mode === 'unmetered') {
       entry.plain ??= parse(source, sequenceCap(budget));
-      result = await entry.plain.evaluate(input);
+      result = await entry.plain.evaluate(own);
     } else {
-      result = await entry.metered.evaluate(input, { [METER]: meter ?? new Meter(budget) });
+      result = await entry.metered.evaluate(own, { [METER]: meter ?? new Meter(budget) });
     }
   } catch (error) {
     throw wrap(error);

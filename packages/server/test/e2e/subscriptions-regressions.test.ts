@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { EventType, allEvents, halted, subscribe } from '../helpers/subscriptions.js';
+import { EventType, allEvents, caughtUp, copiesOn, halted, subscribe } from '../helpers/subscriptions.js';
 
 let server: TestServer;
 let api: Api;
@@ -71,5 +71,42 @@ describe('BUG: the condition audit message carries the uncut error', () => {
     // is 1048576 bytes"), and server.internalErrors holds "could not append the condition audit" ×3.
     expect(audits.map((a) => (a.payload as { offset: number }).offset)).toEqual([bad!.offset]);
     expect(server.internalErrors).toEqual([]);
+  });
+});
+
+/**
+ * Fixed: a filter that groups over an empty array changed the event for everyone after it.
+ *
+ * JSONata's grouping pushes a placeholder into an empty sequence it groups, and the sequence was
+ * the event's own array, so `$count(payload.items{"k": 1}) >= 0` on `{"items": []}` left
+ * `{"items": [null]}` in the event the engine held: the copy of that subscription was stored with
+ * `[null]`, as was a second subscription's transform reading the same event. Fix: an expression that
+ * can group gets a copy of an input that holds an empty array (core/jsonata-input.ts, protocol
+ * §16.8).
+ */
+describe('BUG: a grouping expression wrote into the event it read', () => {
+  it('copies after a grouping filter, and a transform of the same event, keep the empty array', async () => {
+    const src = '/reg-group/src';
+    await subscribe(api, '/reg-group/filtered', {
+      sourceStreamPath: src,
+      subscriptionKey: 'filtered',
+      filter: { jsonataCondition: '$count(payload.items{"k": 1}) >= 0' },
+      delivery: { start: 'beginning' },
+    });
+    await subscribe(api, '/reg-group/shaped', {
+      sourceStreamPath: src,
+      subscriptionKey: 'shaped',
+      filter: { jsonataCondition: '$count(payload.items{"k": 1}) >= 0' },
+      jsonataTransform: '{"payload": {"items": payload.items, "n": $count(payload.items)}}',
+      delivery: { start: 'beginning' },
+    });
+    const [appended] = await api.append(src, [{ type: 'job', payload: { items: [], nested: { more: [] } } }]);
+    for (const key of ['filtered', 'shaped']) expect((await caughtUp(api, src, key)).acknowledgedOffset).toBe(appended!.offset);
+    // Both conditions hold for every event, the source's own lifecycle events among them.
+    const jobs = async (path: string) => (await copiesOn(api, path)).filter((e) => e.type === 'job').map((e) => e.payload);
+    expect(await jobs('/reg-group/filtered')).toEqual([{ items: [], nested: { more: [] } }]);
+    expect(await jobs('/reg-group/shaped')).toEqual([{ items: [], n: 0 }]);
+    const stored = (await allEvents(api, src)).filter((e) => e.type === 'job');
+    expect(stored.map((e) => e.payload)).toEqual([{ items: [], nested: { more: [] } }]);
   });
 });
