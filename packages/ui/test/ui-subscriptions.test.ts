@@ -7,61 +7,22 @@
  * for fixed times, and fails on any console error or uncaught page error other than the failed
  * requests it provokes on purpose. Screenshots land in test-output/ui/ at the repository root.
  */
-import { join } from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AppendEvent, RivuletClient } from '@rivulet/client';
-import type { RunningServer } from '@rivulet/server/node';
-import { SHOTS, collectProblems, startUi, type Ui } from './browser.js';
+import { describe, expect, it } from 'vitest';
+import type { AppendEvent } from '@rivulet/client';
+import { uiSuite } from './ui-page.js';
 
-let ui: Ui;
-let server: RunningServer;
-let client: RivuletClient;
-let page: Page;
-let problems: string[] = [];
-/** Statuses of requests the current scenario provokes on purpose (see collectProblems in browser.ts). */
-let expectedStatuses: number[] = [];
-
-beforeAll(async () => {
-  ui = await startUi();
-  ({ server, client } = ui);
-}, 30_000);
-
-afterAll(async () => {
-  await ui?.close();
-});
-
-/** A new page whose console errors and uncaught errors are collected (checked after each test). */
-async function newPage(): Promise<Page> {
-  page = await ui.context.newPage();
-  problems = [];
-  expectedStatuses = [];
-  collectProblems(page, problems, () => expectedStatuses);
-  return page;
-}
-
-async function open(hash = ''): Promise<Page> {
-  const p = await newPage();
-  await p.goto(`${server.url}/${hash}`);
-  return p;
-}
-
-afterEach(async () => {
-  await page?.close();
-  expect(problems).toEqual([]);
-});
-
-const shot = (p: Page, name: string) => p.screenshot({ path: join(SHOTS, name), fullPage: true });
+const t = uiSuite();
+const { open, shot } = t;
 
 describe('web UI', () => {
   it('shows a halted copy in the red lane, and Resume delivers the held events', async () => {
     // The receiver is paused, so every copy is refused ("unavailable") until it halts (3 attempts).
-    await client.append('/lane/paid', { type: 'events.iterate.com/stream/paused', payload: { reason: 'maintenance' } });
-    await client.append('/lane/orders', [
+    await t.client.append('/lane/paid', { type: 'events.iterate.com/stream/paused', payload: { reason: 'maintenance' } });
+    await t.client.append('/lane/orders', [
       { type: 'shop.example/order-paid', payload: { id: 1 } },
       { type: 'shop.example/order-paid', payload: { id: 2 } },
     ]);
-    await client.subscribeToEventsFrom('/lane/paid', {
+    await t.client.subscribeToEventsFrom('/lane/paid', {
       sourceStreamPath: '/lane/orders',
       subscriptionKey: 'paid',
       filter: { eventTypes: ['shop.example/order-paid'] },
@@ -81,7 +42,7 @@ describe('web UI', () => {
     await shot(p, 'halted-lane.png');
 
     // Unpause the receiver, then Resume — with the keyboard, confirmed in a dialog first.
-    await client.append('/lane/paid', { type: 'events.iterate.com/stream/resumed' });
+    await t.client.append('/lane/paid', { type: 'events.iterate.com/stream/resumed' });
     await card.getByRole('button', { name: 'Resume', exact: true }).focus();
     await p.keyboard.press('Enter');
     const dialog = p.getByRole('dialog');
@@ -95,7 +56,7 @@ describe('web UI', () => {
     await expect.poll(() => p.getByTestId('halted-lane').isHidden()).toBe(true);
     await p.locator('[data-testid="subscriptions"] tr[data-key="paid"][data-status="healthy"]').waitFor();
     await expect.poll(() => subscriptionRow.getByTestId('lag').textContent()).toBe('0');
-    const copies = await client.getEvents('/lane/paid', { eventTypes: ['shop.example/order-paid'] });
+    const copies = await t.client.getEvents('/lane/paid', { eventTypes: ['shop.example/order-paid'] });
     expect(copies.events.map((e) => e.payload)).toEqual([{ id: 1 }, { id: 2 }]);
     await shot(p, 'resumed.png');
 
@@ -110,12 +71,12 @@ describe('web UI', () => {
   });
 
   it('Set cursor and resume skips an event whose filter condition fails', async () => {
-    await client.append('/poison/src', [
+    await t.client.append('/poison/src', [
       { type: 'job/run', payload: { n: 1 } },
       { type: 'job/run', payload: { n: 2, bad: true } },
       { type: 'job/run', payload: { n: 3 } },
     ]);
-    await client.subscribeToEventsFrom('/poison/dst', {
+    await t.client.subscribeToEventsFrom('/poison/dst', {
       sourceStreamPath: '/poison/src',
       subscriptionKey: 'jobs',
       filter: { eventTypes: ['job/run'], jsonataCondition: 'payload.bad ? $error("bad job") : true' },
@@ -143,24 +104,24 @@ describe('web UI', () => {
     expect(await events.nth(1).textContent()).toContain('subscription-delivery-resumed');
     await expect.poll(() => p.getByTestId('halted-lane').isHidden()).toBe(true);
     await p.locator('[data-testid="subscriptions"] tr[data-key="jobs"][data-status="healthy"]').waitFor();
-    const copied = await client.getEvents('/poison/dst', { eventTypes: ['job/run'] });
+    const copied = await t.client.getEvents('/poison/dst', { eventTypes: ['job/run'] });
     expect(copied.events.map((e) => e.payload)).toEqual([{ n: 1 }, { n: 3 }]);
     await shot(p, 'set-cursor-done.png');
   });
 
   it('keeps a repair dialog open with the server’s error when the command is refused', async () => {
-    await client.append('/refuse/src', { type: 'a' });
-    await client.append('/refuse/dst', { type: 'events.iterate.com/stream/paused' });
-    await client.subscribeToEventsFrom('/refuse/dst', { sourceStreamPath: '/refuse/src', subscriptionKey: 'k', delivery: { start: 'beginning' } });
+    await t.client.append('/refuse/src', { type: 'a' });
+    await t.client.append('/refuse/dst', { type: 'events.iterate.com/stream/paused' });
+    await t.client.subscribeToEventsFrom('/refuse/dst', { sourceStreamPath: '/refuse/src', subscriptionKey: 'k', delivery: { start: 'beginning' } });
     const p = await open('#/refuse/src');
-    expectedStatuses = [404];
+    t.expectStatuses(404);
     const card = p.getByTestId('halted-lane').locator('article[data-key="k"]');
     await card.waitFor();
     await card.getByRole('button', { name: 'Resume', exact: true }).click();
     const dialog = p.getByRole('dialog');
     await dialog.waitFor();
     // Remove the subscription behind the page's back while it asks: the command answers NOT_FOUND.
-    await client.unsubscribeFromEvents('/refuse/dst', { sourceStreamPath: '/refuse/src', subscriptionKey: 'k' });
+    await t.client.unsubscribeFromEvents('/refuse/dst', { sourceStreamPath: '/refuse/src', subscriptionKey: 'k' });
     await dialog.getByRole('button', { name: 'Resume', exact: true }).click();
     await expect.poll(() => dialog.getByTestId('dialog-error').locator('.error-code').textContent()).toBe('NOT_FOUND');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -171,7 +132,7 @@ describe('web UI', () => {
 
   it('describes every kind of receiver in the subscriptions table', async () => {
     const configure = (payload: NonNullable<AppendEvent['payload']>) =>
-      client.append('/kinds/src', { type: 'events.iterate.com/stream/subscription-configured', payload });
+      t.client.append('/kinds/src', { type: 'events.iterate.com/stream/subscription-configured', payload });
     // Filters that match nothing appended here, so no receiver is ever called (the webhook URL is
     // on loopback all the same: a test never sends traffic off the machine).
     await configure({
@@ -186,7 +147,7 @@ describe('web UI', () => {
       receiver: { action: 'itx-call', expression: ['workers', ['get', 'billing'], 'processEventBatch'], delivery: { start: 'now', onFailingEvent: 'halt' } },
     });
     await configure({ subscriptionKey: 'agent', receiver: { action: 'processor-wake', expression: ['processors', ['get', 'agents'], 'wakeStreamProcessor'] } });
-    await client.subscribeToEventsFrom('/kinds/copy', { sourceStreamPath: '/kinds/src', subscriptionKey: 'mirror', jsonataTransform: '{"payload": {"n": 1}}' });
+    await t.client.subscribeToEventsFrom('/kinds/copy', { sourceStreamPath: '/kinds/src', subscriptionKey: 'mirror', jsonataTransform: '{"payload": {"n": 1}}' });
 
     const p = await open('#/kinds/src');
     const text = (key: string) => p.locator(`[data-testid="subscriptions"] tr[data-key="${key}"]`).textContent();

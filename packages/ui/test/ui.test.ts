@@ -11,58 +11,23 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connect, createClient, watch, type RivuletClient } from '@rivulet/client';
-import { startNodeServer, type RunningServer } from '@rivulet/server/node';
-import { SHOTS, UI_DIR, collectProblems, startUi, type Ui } from './browser.js';
+import { describe, expect, it } from 'vitest';
+import { connect, createClient, watch } from '@rivulet/client';
+import { startNodeServer } from '@rivulet/server/node';
+import { UI_DIR } from './browser.js';
+import { uiSuite } from './ui-page.js';
 
-let ui: Ui;
-let server: RunningServer;
-let client: RivuletClient;
-let page: Page;
-let problems: string[] = [];
-/** Statuses of requests the current scenario provokes on purpose (see collectProblems in browser.ts). */
-let expectedStatuses: number[] = [];
-
-beforeAll(async () => {
-  ui = await startUi();
-  ({ server, client } = ui);
-}, 30_000);
-
-afterAll(async () => {
-  await ui?.close();
-});
-
-/** A new page whose console errors and uncaught errors are collected (checked after each test). */
-async function newPage(): Promise<Page> {
-  page = await ui.context.newPage();
-  problems = [];
-  expectedStatuses = [];
-  collectProblems(page, problems, () => expectedStatuses);
-  return page;
-}
-
-async function open(hash = ''): Promise<Page> {
-  const p = await newPage();
-  await p.goto(`${server.url}/${hash}`);
-  return p;
-}
-
-afterEach(async () => {
-  await page?.close();
-  expect(problems).toEqual([]);
-});
-
-const shot = (p: Page, name: string) => p.screenshot({ path: join(SHOTS, name), fullPage: true });
+const t = uiSuite();
+const { open, newPage, shot } = t;
 const row = (p: Page, offset: number) => p.locator(`[data-testid="feed"] li[data-offset="${offset}"]`);
 
 describe('web UI', () => {
   it('opens a stream from the tree and follows appends live, in either order, with a type filter', async () => {
-    await client.append('/shop/orders', [
+    await t.client.append('/shop/orders', [
       { type: 'shop.example/order-created', payload: { id: 7, total: 42 } },
       { type: 'shop.example/order-paid', payload: { id: 7 } },
     ]);
-    await client.append('/shop/invoices', { type: 'shop.example/invoice-sent', payload: { id: 1 } });
+    await t.client.append('/shop/invoices', { type: 'shop.example/invoice-sent', payload: { id: 1 } });
     const p = await open();
 
     // The overview lists the streams; the tree too, and its search narrows it down.
@@ -83,8 +48,8 @@ describe('web UI', () => {
     await expect.poll(() => p.getByTestId('vital-events').textContent()).toBe('3');
     await expect.poll(() => p.getByTestId('vital-paused').textContent()).toBe('accepting appends');
 
-    await client.append('/shop/orders', { type: 'shop.example/order-shipped', payload: { id: 7, carrier: 'post' } });
-    await client.append('/shop/orders', { type: 'shop.example/cursor-moved', payload: { x: 1 }, ephemeral: true });
+    await t.client.append('/shop/orders', { type: 'shop.example/order-shipped', payload: { id: 7, carrier: 'post' } });
+    await t.client.append('/shop/orders', { type: 'shop.example/cursor-moved', payload: { x: 1 }, ephemeral: true });
     await row(p, 4).waitFor();
     await row(p, 5).locator('.badge-ephemeral').waitFor();
     await expect.poll(() => p.getByTestId('vital-head').textContent()).toBe('5');
@@ -116,17 +81,17 @@ describe('web UI', () => {
   });
 
   it('lists a live connection with its counters while it is open, and drops it when it closes', async () => {
-    await client.append('/watched/a', { type: 'test/seed' });
+    await t.client.append('/watched/a', { type: 'test/seed' });
     const p = await open('#/watched/a');
     await p.getByText('No live connections.').waitFor();
-    const itx = await connect(server.url, { reconnect: false });
+    const itx = await connect(t.server.url, { reconnect: false });
     try {
       const seen: number[] = [];
       const w = watch(itx, '/watched/a', { connectionKey: 'ui-watch', replayAfterOffset: 0 }, (batch) => {
         for (const e of batch.events) seen.push(e.offset);
       });
       await w.ready;
-      const [live] = await client.append('/watched/a', { type: 'test/live', payload: { n: 1 } });
+      const [live] = await t.client.append('/watched/a', { type: 'test/live', payload: { n: 1 } });
       await expect.poll(() => seen.includes(live!.offset)).toBe(true);
       const table = p.getByTestId('connections');
       const entry = table.locator('tr', { hasText: 'ui-watch' });
@@ -146,9 +111,9 @@ describe('web UI', () => {
   });
 
   it('appends through the composer and shows the server’s error inline when it is rejected', async () => {
-    await client.append('/composer/a', { type: 'test/seed' });
+    await t.client.append('/composer/a', { type: 'test/seed' });
     const p = await open('#/composer/a');
-    expectedStatuses = [403, 409];
+    t.expectStatuses(403, 409);
     await row(p, 2).waitFor();
     await p.locator('[data-testid="feed-status"][data-state="live"]').waitFor();
 
@@ -158,7 +123,7 @@ describe('web UI', () => {
     await p.getByRole('button', { name: 'Append', exact: true }).click();
     await expect.poll(() => p.getByTestId('composer-ok').textContent()).toBe('Appended at offset 3.');
     await row(p, 3).waitFor();
-    const stored = await client.getEvents('/composer/a', { afterOffset: 2 });
+    const stored = await t.client.getEvents('/composer/a', { afterOffset: 2 });
     expect(stored.events.map((e) => [e.type, e.payload, e.idempotencyKey])).toEqual([['shop.example/order-created', { id: 8 }, 'order-8']]);
 
     // The same idempotency key with another payload: CONFLICT, shown inline.
@@ -180,7 +145,7 @@ describe('web UI', () => {
     await p.getByLabel(/^Payload/).fill('[1, 2]');
     await p.getByRole('button', { name: 'Append', exact: true }).click();
     await expect.poll(() => error.textContent()).toContain('payload must be a JSON object');
-    expect((await client.getEvents('/composer/a')).streamMaxOffset).toBe(3);
+    expect((await t.client.getEvents('/composer/a')).streamMaxOffset).toBe(3);
 
     // Enter in the stream search opens a path that does not exist yet; the first append creates it.
     await p.getByRole('searchbox', { name: 'Streams' }).fill('/composer/new');
@@ -197,7 +162,7 @@ describe('web UI', () => {
   });
 
   it('pages back through older events and follows a stream across its destruction', async () => {
-    await client.append(
+    await t.client.append(
       '/long/log',
       Array.from({ length: 150 }, (_, i) => ({ type: 'log/line', payload: { i } })),
     );
@@ -213,11 +178,11 @@ describe('web UI', () => {
     await expect.poll(() => p.getByRole('button', { name: 'Load older events' }).isHidden()).toBe(true);
 
     // Destroyed: the feed says so and follows the next lifetime from offset 1.
-    await client.destroy('/long/log');
+    await t.client.destroy('/long/log');
     await p.getByText(/^This stream was destroyed at .*; showing its next lifetime\.$/).waitFor();
     await expect.poll(() => p.locator('[data-testid="feed"] li').count()).toBe(0);
     await expect.poll(() => p.getByTestId('vitals').textContent()).toContain('does not exist yet');
-    await client.append('/long/log', { type: 'log/reborn' });
+    await t.client.append('/long/log', { type: 'log/reborn' });
     await row(p, 2).waitFor();
     expect(await row(p, 2).getAttribute('data-type')).toBe('log/reborn');
     await expect.poll(() => p.getByTestId('vital-head').textContent()).toBe('2');
@@ -235,7 +200,7 @@ describe('web UI', () => {
     try {
       await createClient({ url: secured.url, token, projectId: 'acme' }).append('/acme/orders', { type: 'acme/order' });
       const p = await newPage();
-      expectedStatuses = [401];
+      t.expectStatuses(401);
       await p.goto(`${secured.url}/`);
       await expect.poll(() => p.locator('.server-status').textContent()).toBe('token needed: open Connection…');
 
@@ -249,7 +214,7 @@ describe('web UI', () => {
       expect(await p.locator('.topbar .server').textContent()).toContain('project acme');
       await shot(p, 'connection-token.png');
     } finally {
-      await page.close();
+      await t.page.close();
       await secured.close();
       rmSync(secured.dataDir, { recursive: true, force: true });
     }
