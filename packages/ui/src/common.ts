@@ -10,6 +10,44 @@ export function hrefFor(path: string): string {
   return `#${path === '/' ? '/' : path.split('/').map(encodeURIComponent).join('/')}`;
 }
 
+/** The statuses of the cross-stream listing, in its order (protocol §21.2). */
+export const LISTING_STATUSES = ['halted', 'retrying', 'lagging', 'healthy'] as const;
+export type ListingStatus = (typeof LISTING_STATUSES)[number];
+
+/** What the location hash shows: the overview, one stream, or the subscriptions page with its filters. */
+export type Route =
+  | { kind: 'overview' }
+  | { kind: 'stream'; path: string }
+  | { kind: 'subscriptions'; statuses: ListingStatus[]; prefix: string };
+
+/**
+ * The subscriptions page is `#subscriptions?status=halted,retrying&prefix=/shop`: stream routes
+ * always start with "/" (hrefFor), so a page name without one can never be a stream's path.
+ */
+const SUBSCRIPTIONS_PAGE = 'subscriptions';
+
+export function subscriptionsHref(filters: { statuses?: readonly ListingStatus[]; prefix?: string } = {}): string {
+  const query = new URLSearchParams();
+  if (filters.statuses && filters.statuses.length > 0) query.set('status', filters.statuses.join(','));
+  if (filters.prefix && filters.prefix !== '') query.set('prefix', filters.prefix);
+  const text = query.toString().replaceAll('%2F', '/').replaceAll('%2C', ',');
+  return `#${SUBSCRIPTIONS_PAGE}${text === '' ? '' : `?${text}`}`;
+}
+
+export function parseRoute(hash: string): Route {
+  const raw = hash.startsWith('#') ? hash.slice(1) : hash;
+  if (raw === SUBSCRIPTIONS_PAGE || raw.startsWith(`${SUBSCRIPTIONS_PAGE}?`)) {
+    const query = new URLSearchParams(raw.slice(SUBSCRIPTIONS_PAGE.length + 1));
+    const statuses = (query.get('status') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s): s is ListingStatus => (LISTING_STATUSES as readonly string[]).includes(s));
+    return { kind: 'subscriptions', statuses: LISTING_STATUSES.filter((s) => statuses.includes(s)), prefix: (query.get('prefix') ?? '').trim() };
+  }
+  const path = pathFromHash(hash);
+  return path === null ? { kind: 'overview' } : { kind: 'stream', path };
+}
+
 /** The stream path named by a location hash, or null for the overview. */
 export function pathFromHash(hash: string): string | null {
   const raw = hash.startsWith('#') ? hash.slice(1) : hash;

@@ -146,3 +146,41 @@ export function parsePayload(text: string): ParsedPayload {
   }
   return { ok: true, value: value as Record<string, unknown> };
 }
+
+/** Listing statuses from worst to best: a stream's dot in the tree shows its worst subscription. */
+const STATUS_RANK = ['halted', 'retrying', 'lagging', 'healthy'] as const;
+export type ListedStatus = (typeof STATUS_RANK)[number];
+
+/** The worst status of each source stream's subscriptions (streams without any are absent). */
+export function worstStatusByStream(rows: readonly { sourcePath: string; status: ListedStatus }[]): Map<string, ListedStatus> {
+  const out = new Map<string, ListedStatus>();
+  for (const row of rows) {
+    const known = out.get(row.sourcePath);
+    if (known === undefined || STATUS_RANK.indexOf(row.status) < STATUS_RANK.indexOf(known)) out.set(row.sourcePath, row.status);
+  }
+  return out;
+}
+
+/**
+ * The offset of the event a halted subscription failed on: the one its error names ("… on offset
+ * 7: …", the condition and transform errors), else the first offset of the newest failed attempt,
+ * else none (the caller then reads the next event after the halt's cursor).
+ */
+export function failedOffset(
+  halt: { afterOffset: number; error?: string | undefined },
+  attempts: readonly { outcome: string; fromOffset: number }[],
+): number | null {
+  const named = /\bon offset (\d+)\b/.exec(halt.error ?? '');
+  if (named) return Number(named[1]);
+  const failed = attempts.find((a) => a.outcome === 'failed' || a.outcome === 'unavailable');
+  if (failed && failed.fromOffset > halt.afterOffset) return failed.fromOffset;
+  return null;
+}
+
+/** Splits a comma list ("a, b,,c") into its trimmed, non-empty items. */
+export function commaList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

@@ -1,17 +1,19 @@
 /** The UI's wording of durations, subscriptions, filters and payloads (src/format.ts), and its routes (src/common.ts). */
 import { describe, expect, it } from 'vitest';
-import { hrefFor, pathFromHash } from '../src/common.js';
+import { hrefFor, parseRoute, pathFromHash, subscriptionsHref } from '../src/common.js';
 import {
   deliverySettings,
   describeAction,
   describeFilter,
   describeItx,
+  failedOffset,
   formatDuration,
   formatRelative,
   jsonPreview,
   parsePayload,
   shortId,
   subscriptionStatus,
+  worstStatusByStream,
   type OutboundEntry,
   type Receiver,
   type SubscriptionRuntime,
@@ -100,5 +102,47 @@ describe('format', () => {
     expect(pathFromHash('')).toBeNull();
     expect(pathFromHash('#')).toBeNull();
     expect(pathFromHash('#/%E0%A4%A')).toBeNull();
+  });
+});
+
+describe('subscriptions page route', () => {
+  it('reads its filters from the hash and writes them back the same', () => {
+    expect(parseRoute('#subscriptions')).toEqual({ kind: 'subscriptions', statuses: [], prefix: '' });
+    expect(parseRoute('#subscriptions?status=retrying,halted,bogus&prefix=/shop')).toEqual({ kind: 'subscriptions', statuses: ['halted', 'retrying'], prefix: '/shop' });
+    expect(subscriptionsHref({ statuses: ['halted'], prefix: '/shop/a b' })).toBe('#subscriptions?status=halted&prefix=/shop/a+b');
+    expect(parseRoute(subscriptionsHref({ statuses: ['halted'], prefix: '/shop/a b' }))).toEqual({ kind: 'subscriptions', statuses: ['halted'], prefix: '/shop/a b' });
+    expect(subscriptionsHref()).toBe('#subscriptions');
+  });
+
+  it('leaves stream routes and the overview as they were, a stream named /subscriptions included', () => {
+    expect(parseRoute('')).toEqual({ kind: 'overview' });
+    expect(parseRoute('#/shop/orders')).toEqual({ kind: 'stream', path: '/shop/orders' });
+    expect(parseRoute(hrefFor('/subscriptions'))).toEqual({ kind: 'stream', path: '/subscriptions' });
+    expect(parseRoute('#subscriptionsx')).toEqual({ kind: 'stream', path: '/subscriptionsx' });
+  });
+});
+
+describe('subscription statuses for the tree and the halted card', () => {
+  it('gives each source stream its worst status', () => {
+    const map = worstStatusByStream([
+      { sourcePath: '/a', status: 'healthy' },
+      { sourcePath: '/a', status: 'retrying' },
+      { sourcePath: '/b', status: 'lagging' },
+      { sourcePath: '/a', status: 'lagging' },
+      { sourcePath: '/c', status: 'halted' },
+      { sourcePath: '/c', status: 'healthy' },
+    ]);
+    expect([...map]).toEqual([
+      ['/a', 'retrying'],
+      ['/b', 'lagging'],
+      ['/c', 'halted'],
+    ]);
+  });
+
+  it('finds the failed event: the offset the error names, else the newest failed attempt, else none', () => {
+    expect(failedOffset({ afterOffset: 2, error: 'filter.jsonataCondition threw on offset 9: boom' }, [{ outcome: 'failed', fromOffset: 3 }])).toBe(9);
+    expect(failedOffset({ afterOffset: 2, error: 'receiver unavailable' }, [{ outcome: 'ok', fromOffset: 8 }, { outcome: 'unavailable', fromOffset: 3 }])).toBe(3);
+    expect(failedOffset({ afterOffset: 2 }, [{ outcome: 'failed', fromOffset: 2 }])).toBeNull();
+    expect(failedOffset({ afterOffset: 2 }, [])).toBeNull();
   });
 });
