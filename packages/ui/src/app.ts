@@ -4,12 +4,13 @@
  * (`#/shop/orders`), so any path works, including ones with dots in them.
  */
 import type { RivuletClient, StreamListEntry } from '@rivulet/client';
-import { errorBox, errorInfo, every, hrefFor, pathFromHash } from './common.js';
+import { errorBox, errorInfo, every, hrefFor, parseRoute, subscriptionsHref } from './common.js';
 import { h, keepFocus, mount } from './dom.js';
-import { formatDuration } from './format.js';
+import { formatDuration, worstStatusByStream } from './format.js';
 import { clientFor, loadSettings, saveSettings, serverUrl, type Settings } from './settings.js';
 import { StreamTree } from './views/stream-tree.js';
 import { StreamView } from './views/stream-view.js';
+import { SubscriptionsPage } from './views/subscriptions-page.js';
 import { ThroughputChart } from './views/throughput.js';
 
 export class App {
@@ -19,7 +20,8 @@ export class App {
   private readonly content: HTMLElement;
   private readonly status: HTMLElement;
   private readonly controller = new AbortController();
-  private view: StreamView | undefined;
+  private view: StreamView | SubscriptionsPage | undefined;
+  private readonly halted: HTMLAnchorElement;
   private settingsProblem: unknown;
   private treeTimer: ReturnType<typeof setTimeout> | undefined;
   private overviewController: AbortController | undefined;
@@ -43,6 +45,7 @@ export class App {
       },
     });
     this.content = h('main', { class: 'content', id: 'content', tabindex: '-1' });
+    this.halted = h('a', { class: 'halted-count', href: subscriptionsHref({ statuses: ['halted'] }), 'data-testid': 'halted-count', hidden: true });
   }
 
   start(): void {
@@ -54,6 +57,8 @@ export class App {
       h('span', { class: 'server muted small', title: 'Server' }, serverUrl(this.settings), this.settings.projectId ? ` · project ${this.settings.projectId}` : ''),
       this.status,
       h('span', { class: 'spacer' }),
+      h('a', { href: subscriptionsHref(), class: 'nav-link', 'data-testid': 'subscriptions-link' }, 'Subscriptions'),
+      this.halted,
       chart.element,
       h('button', { type: 'button', class: 'btn', onclick: () => this.openSettings() }, 'Connection…'),
     );
@@ -65,27 +70,54 @@ export class App {
     );
     chart.start(this.controller.signal);
     this.tree.start(this.controller.signal);
+    every(2000, this.controller.signal, () => this.readSubscriptions(this.controller.signal));
     window.addEventListener('hashchange', () => this.route());
     this.route();
   }
 
   private route(): void {
-    const path = pathFromHash(window.location.hash);
+    const route = parseRoute(window.location.hash);
     this.view?.stop();
     this.view = undefined;
     this.overviewController?.abort();
     this.overviewController = undefined;
-    this.tree.select(path);
-    if (path === null) {
+    this.tree.select(route.kind === 'stream' ? route.path : null);
+    if (route.kind === 'overview') {
       document.title = 'Rivulet';
       this.overviewController = new AbortController();
       this.overview(this.overviewController.signal);
       return;
     }
-    document.title = `${path} · Rivulet`;
-    this.view = new StreamView(this.client, path, { onAppended: () => this.refreshTreeSoon() });
+    if (route.kind === 'subscriptions') {
+      document.title = 'Subscriptions · Rivulet';
+      this.view = new SubscriptionsPage(this.client, route.statuses, route.prefix);
+    } else {
+      document.title = `${route.path} · Rivulet`;
+      this.view = new StreamView(this.client, route.path, { onAppended: () => this.refreshTreeSoon() });
+    }
     mount(this.content, this.view.element);
     this.view.start();
+  }
+
+  /**
+   * Every subscription of the project (the cross-stream listing, protocol §21): the worst status
+   * of each source stream becomes its dot in the tree, and the halted ones the header's badge,
+   * which links to the subscriptions page showing exactly those.
+   */
+  private async readSubscriptions(signal: AbortSignal): Promise<void> {
+    try {
+      const rows: { sourcePath: string; status: 'halted' | 'retrying' | 'lagging' | 'healthy' }[] = [];
+      for await (const row of this.client.listAllSubscriptions({ signal, limit: 1000 })) rows.push(row);
+      if (signal.aborted) return;
+      this.tree.setStatuses(worstStatusByStream(rows));
+      const halted = rows.filter((r) => r.status === 'halted').length;
+      this.halted.hidden = halted === 0;
+      this.halted.textContent = `${halted} halted`;
+      this.halted.title = `${halted} subscription${halted === 1 ? '' : 's'} halted: open the subscriptions page`;
+    } catch {
+      // The tree and the server status already say when the server cannot be reached.
+      this.halted.hidden = true;
+    }
   }
 
   /** At most one tree refresh per half second, however fast events arrive. */

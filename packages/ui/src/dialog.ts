@@ -11,6 +11,8 @@ export interface DialogOptions {
   confirm: string;
   /** Focused when the dialog opens (default: the confirm button). */
   focus?: HTMLElement;
+  /** A wide dialog (a form with a preview beside it). */
+  wide?: boolean;
   /** The action; a thrown error is shown in the dialog, which stays open. */
   run(): Promise<void>;
 }
@@ -44,7 +46,7 @@ export function openDialog(options: DialogOptions): void {
     problem,
     h('div', { class: 'dialog-actions' }, cancel, confirm),
   );
-  const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'dialog-title' }, form);
+  const dialog = h('dialog', { class: options.wide ? 'confirm wide' : 'confirm', 'aria-labelledby': 'dialog-title' }, form);
   dialog.addEventListener('close', () => dialog.remove());
   document.body.appendChild(dialog);
   dialog.showModal();

@@ -24,6 +24,9 @@ export class StreamTree {
   private signature = '';
   private selected: string | null = null;
   private readonly collapsed = new Set<string>();
+  /** The worst status of each source stream's subscriptions (App reads the listing). */
+  private statuses = new Map<string, string>();
+  private statusSignature = '';
 
   constructor(
     private readonly client: RivuletClient,
@@ -66,6 +69,15 @@ export class StreamTree {
       if (signal?.aborted) return;
       this.hooks.onStatus(error);
     }
+  }
+
+  /** The worst subscription status per source stream: a dot beside each stream that has subscriptions. */
+  setStatuses(statuses: ReadonlyMap<string, string>): void {
+    const signature = JSON.stringify([...statuses]);
+    if (signature === this.statusSignature) return;
+    this.statusSignature = signature;
+    this.statuses = new Map(statuses);
+    this.render();
   }
 
   select(path: string | null): void {
@@ -134,6 +146,11 @@ export class StreamTree {
           open ? '▾' : '▸',
         )
       : h('span', { class: 'twisty-space', 'aria-hidden': 'true' });
+    const status = node.stream ? this.statuses.get(node.path) : undefined;
+    const dot =
+      status === undefined
+        ? null
+        : h('span', { class: `dot dot-${status}`, 'data-testid': 'tree-dot', 'data-status': status, title: `subscriptions: ${status}` }, h('span', { class: 'sr-only' }, `, subscriptions ${status}`));
     const label = node.stream
       ? h(
           'a',
@@ -143,9 +160,10 @@ export class StreamTree {
             'data-path': node.path,
             'data-focus': `stream:${node.path}`,
             'aria-current': this.selected === node.path ? 'page' : null,
-            title: `${node.path} · head offset ${node.stream.maxOffset}`,
+            title: `${node.path} · head offset ${node.stream.maxOffset}${status ? ` · subscriptions ${status}` : ''}`,
           },
           h('span', { class: 'tree-name' }, node.name),
+          dot,
           h('span', { class: 'tree-count' }, h('span', { class: 'sr-only' }, ', head offset '), String(node.stream.maxOffset)),
         )
       : h('span', { class: 'tree-folder', title: node.path }, node.name);

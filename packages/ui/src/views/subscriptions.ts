@@ -10,6 +10,8 @@
 import type { CommittedEvent, RivuletClient, StreamStateResponse } from '@rivulet/client';
 import { badge, jsonBlock, streamLink } from '../common.js';
 import { openDialog } from '../dialog.js';
+import { haltDetails } from './halt-details.js';
+import { confirmRemove, openSubscriptionForm } from './subscription-form.js';
 import { h, keepFocus, mount, type Child } from '../dom.js';
 import {
   deliverySettings,
@@ -70,7 +72,12 @@ export class DeliveryView {
     this.subscriptions = h(
       'section',
       { class: 'panel', 'aria-labelledby': 'subs-title' },
-      h('div', { class: 'panel-head' }, h('h2', { id: 'subs-title' }, 'Subscriptions from this stream')),
+      h(
+        'div',
+        { class: 'panel-head' },
+        h('h2', { id: 'subs-title' }, 'Subscriptions from this stream'),
+        h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'new-subscription', onclick: () => this.create() }, 'New subscription…'),
+      ),
       this.actionResult,
       this.tableBody,
     );
@@ -134,6 +141,7 @@ export class DeliveryView {
         h('div', null, h('dt', null, 'attempts'), h('dd', null, String(halt.attempts))),
       ),
       halt.error ? h('pre', { class: 'halt-error', 'data-testid': 'halt-error' }, halt.error) : null,
+      haltDetails(this.client, this.path, key, halt, entry.configuration.filter?.eventTypes),
       h(
         'div',
         { class: 'halted-actions' },
@@ -219,20 +227,24 @@ export class DeliveryView {
       return h('p', { class: 'muted small' }, 'No subscriptions read from this stream. A subscription lives on its source stream: it copies or sends matching events to a receiver.');
     }
     const now = Date.now();
+    // Fixed layout: the columns share the panel's width, so the last one never leaves the screen;
+    // long cells are cut to two lines with the whole text in their title.
+    const columns: [string, string][] = [
+      ['Status', '8%'],
+      ['Key', '13%'],
+      ['Action', '17%'],
+      ['Filter · transform', '17%'],
+      ['Delivery', '9%'],
+      ['Cursor', '6%'],
+      ['Lag', '5%'],
+      ['Attempt', '9%'],
+      ['Last error', '16%'],
+    ];
     return h(
       'table',
-      { class: 'grid subs', 'data-testid': 'subscriptions' },
-      h(
-        'thead',
-        null,
-        h(
-          'tr',
-          null,
-          ['Status', 'Key', 'Action', 'Filter', 'Transform', 'Start', 'On failing event', 'Cursor', 'Lag', 'Attempt · next retry', 'Last error'].map((t) =>
-            h('th', { scope: 'col' }, t),
-          ),
-        ),
-      ),
+      { class: 'grid subs fixed', 'data-testid': 'subscriptions' },
+      h('colgroup', null, columns.map(([, width]) => h('col', { style: `width: ${width}` }))),
+      h('thead', null, h('tr', null, columns.map(([t]) => h('th', { scope: 'col', title: t }, t)))),
       h(
         'tbody',
         null,
@@ -241,6 +253,8 @@ export class DeliveryView {
           const status = subscriptionStatus(entry, run);
           const settings = deliverySettings(entry.configuration.receiver);
           const lastError = entry.deliveryHalted?.error ?? run?.lastError ?? null;
+          const filter = describeFilter(entry.configuration.filter);
+          const delivery = settings.start === null ? null : `${settings.start} · ${settings.onFailingEvent ?? 'halt'}`;
           return h(
             'tr',
             { 'data-key': key, 'data-status': status },
@@ -248,22 +262,44 @@ export class DeliveryView {
             h(
               'td',
               null,
-              h('span', { class: 'sub-key' }, key),
-              entry.configuration.description ? h('div', { class: 'small muted' }, entry.configuration.description) : null,
+              h('div', { class: 'clip sub-key', title: key }, key),
+              entry.configuration.description ? h('div', { class: 'clip small muted', title: entry.configuration.description }, entry.configuration.description) : null,
+              h(
+                'div',
+                { class: 'row-actions' },
+                h('button', { type: 'button', class: 'link-btn', 'data-focus': `edit:${key}`, onclick: () => this.edit(key, entry) }, 'Edit'),
+                h('button', { type: 'button', class: 'link-btn', 'data-focus': `remove:${key}`, onclick: () => this.remove(key) }, 'Remove'),
+              ),
             ),
-            h('td', null, actionView(describeAction(entry.configuration.receiver), `action:${key}`)),
-            h('td', null, code(describeFilter(entry.configuration.filter))),
-            h('td', null, settings.transform ? code(settings.transform) : dash()),
-            h('td', null, settings.start ?? dash('a processor keeps its own checkpoint')),
-            h('td', null, settings.onFailingEvent ?? dash()),
+            h('td', null, h('div', { class: 'clip', title: describeAction(entry.configuration.receiver).text }, actionView(describeAction(entry.configuration.receiver), `action:${key}`))),
+            h(
+              'td',
+              null,
+              h('code', { class: 'clip', title: filter }, filter),
+              settings.transform ? h('code', { class: 'clip transform', title: `transform: ${settings.transform}` }, '→ ', settings.transform) : null,
+            ),
+            h('td', { class: 'small' }, delivery === null ? dash('a processor keeps its own checkpoint') : h('span', { class: 'clip', title: `start: ${settings.start}; on a failing event: ${settings.onFailingEvent ?? 'halt'}` }, delivery)),
             h('td', { class: 'num', 'data-testid': 'cursor', title: 'acknowledgedOffset: every event up to here is done' }, run ? String(run.acknowledgedOffset) : dash()),
             h('td', { class: 'num', 'data-testid': 'lag' }, run ? String(run.lag) : dash()),
-            h('td', null, retryText(run, now)),
-            h('td', { class: 'last-error' }, lastError ? h('span', { title: lastError }, lastError) : dash()),
+            h('td', { class: 'small' }, retryText(run, now)),
+            h('td', { class: 'last-error', 'data-testid': 'last-error' }, lastError ? h('span', { class: 'clip', title: lastError }, lastError) : dash()),
           );
         }),
       ),
     );
+  }
+
+  private edit(key: string, entry: OutboundEntry): void {
+    openSubscriptionForm(this.client, { sourcePath: this.path, key, configuration: entry.configuration }, (text, event) => this.showResult(text, [event]));
+  }
+
+  private remove(key: string): void {
+    confirmRemove(this.client, this.path, key, (text, event) => this.showResult(text, [event]));
+  }
+
+  /** "New subscription…": the form, with this stream as the source. */
+  create(): void {
+    openSubscriptionForm(this.client, { sourcePath: this.path }, (text, event) => this.showResult(text, [event]));
   }
 
   private inboundTable(rows: { source: string; key: string; record: InboundRecord }[]): Child {
@@ -348,10 +384,6 @@ function retryText(run: SubscriptionRuntime | undefined, now: number): Child {
 
 function timeView(iso: string): HTMLElement {
   return h('time', { datetime: iso, title: iso }, formatClock(iso));
-}
-
-function code(text: string): HTMLElement {
-  return h('code', { class: 'wrap' }, text);
 }
 
 function dash(title?: string): HTMLElement {

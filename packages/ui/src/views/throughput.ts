@@ -1,7 +1,6 @@
 /**
  * The header's throughput chart: appends/s and deliveries/s over the last minute, from
- * rivulet_appends_total and rivulet_deliveries_total sampled every second (client.metrics()), plus
- * the server-wide count of halted subscriptions.
+ * rivulet_appends_total and rivulet_deliveries_total sampled every second (client.metrics()).
  */
 import { RivuletError, type RivuletClient } from '@rivulet/client';
 import { every } from '../common.js';
@@ -20,7 +19,6 @@ export class ThroughputChart {
   private readonly deliveriesLine: SVGPolylineElement;
   private readonly appendsValue: HTMLElement;
   private readonly deliveriesValue: HTMLElement;
-  private readonly halted: HTMLElement;
 
   constructor(private readonly client: RivuletClient) {
     this.chart = svg('svg', { width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: 'spark', role: 'img' });
@@ -30,7 +28,6 @@ export class ThroughputChart {
     this.chart.append(this.appendsLine, this.deliveriesLine);
     this.appendsValue = h('strong', null, '–');
     this.deliveriesValue = h('strong', null, '–');
-    this.halted = h('span', { class: 'halted-count', 'data-testid': 'halted-count', hidden: true });
     this.element = h(
       'div',
       { class: 'throughput', 'data-testid': 'throughput', title: 'Server-wide, last minute (from /metrics)' },
@@ -41,7 +38,6 @@ export class ThroughputChart {
         h('div', null, h('span', { class: 'key key-appends', 'aria-hidden': 'true' }), 'appends/s ', this.appendsValue),
         h('div', null, h('span', { class: 'key key-deliveries', 'aria-hidden': 'true' }), 'deliveries/s ', this.deliveriesValue),
       ),
-      this.halted,
     );
     this.describe();
   }
@@ -65,9 +61,6 @@ export class ThroughputChart {
     }
     const counters = readCounters(text);
     this.window.add(Date.now(), counters);
-    this.halted.hidden = counters.halted === 0;
-    this.halted.textContent = `${counters.halted} halted`;
-    this.halted.title = `${counters.halted} subscription(s) halted on this server`;
     this.draw(this.window.series());
   }
 
