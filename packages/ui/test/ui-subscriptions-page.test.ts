@@ -145,10 +145,27 @@ describe('subscriptions UI', () => {
     await p.getByLabel(/^Path prefix/).press('Enter');
     await expect.poll(() => p.getByTestId('subs-summary').textContent(), POLL).toBe('No subscriptions match these filters.');
 
-    // Resume from the page's card: the listing then has the subscription no longer halted.
+    // A prefix the server refuses: its code and message in place of the summary, no stack trace.
+    t.expectStatuses(400);
+    await p.getByLabel(/^Path prefix/).fill('/a/../..');
+    await p.getByLabel(/^Path prefix/).press('Enter');
+    const refused = p.getByTestId('subs-error');
+    await expect.poll(() => refused.locator('.error-code').textContent(), POLL).toBe('INVALID_INPUT');
+    expect(await refused.locator('.error-message').textContent()).toBe('stream path "/a/../.." uses ".." to escape the root');
+
+    // The card's Edit opens the form on the subscription's configuration, read from its source.
     await p.goto(`${t.server.url}/#subscriptions?status=halted&prefix=/elsewhere`);
     const card = p.getByTestId('halted-lane').locator('article[data-key="broken-too"]');
     await expect.poll(() => card.getByTestId('failed-type').textContent(), POLL).toBe('job/run');
+    await card.getByRole('button', { name: 'Edit…' }).click();
+    const form = p.getByRole('dialog');
+    expect(await form.getByLabel('Source stream').inputValue()).toBe('/elsewhere/c');
+    expect(await form.getByLabel('Key').inputValue()).toBe('broken-too');
+    expect(await form.getByLabel(/^Condition/).inputValue()).toBe('payload.bad ? $error("bad job") : true');
+    await expect.poll(() => form.getByTestId('preview-errors').textContent(), POLL).toContain('bad job');
+    await form.getByRole('button', { name: 'Cancel' }).click();
+
+    // Resume from the page's card: the listing then has the subscription no longer halted.
     await card.getByRole('button', { name: 'Resume', exact: true }).click();
     await p.getByRole('dialog').getByTestId('dialog-confirm').click();
     await expect.poll(() => p.getByTestId('action-result').textContent(), POLL).toContain('Resumed “broken-too” on /elsewhere/c.');
