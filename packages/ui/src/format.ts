@@ -161,19 +161,26 @@ export function worstStatusByStream(rows: readonly { sourcePath: string; status:
   return out;
 }
 
+/** Where a halted card's event comes from: named by the error, first of the failed attempt. */
+export interface FailedAt {
+  offset: number;
+  source: 'error' | 'attempt';
+}
+
 /**
  * The offset of the event a halted subscription failed on: the one its error names ("… on offset
- * 7: …", the condition and transform errors), else the first offset of the newest failed attempt,
- * else none (the caller then reads the next event after the halt's cursor).
+ * 7: …", the condition and transform errors), else the first offset of the newest failed attempt
+ * (a receiver that refused or could not be reached), else none: then the card shows the next event
+ * the subscription owes (hosted processor wakes record no attempts, protocol §22.2).
  */
 export function failedOffset(
   halt: { afterOffset: number; error?: string | undefined },
   attempts: readonly { outcome: string; fromOffset: number }[],
-): number | null {
+): FailedAt | null {
   const named = /\bon offset (\d+)\b/.exec(halt.error ?? '');
-  if (named) return Number(named[1]);
+  if (named) return { offset: Number(named[1]), source: 'error' };
   const failed = attempts.find((a) => a.outcome === 'failed' || a.outcome === 'unavailable');
-  if (failed && failed.fromOffset > halt.afterOffset) return failed.fromOffset;
+  if (failed && failed.fromOffset > halt.afterOffset) return { offset: failed.fromOffset, source: 'attempt' };
   return null;
 }
 

@@ -140,8 +140,11 @@ describe('subscription statuses for the tree and the halted card', () => {
   });
 
   it('finds the failed event: the offset the error names, else the newest failed attempt, else none', () => {
-    expect(failedOffset({ afterOffset: 2, error: 'filter.jsonataCondition threw on offset 9: boom' }, [{ outcome: 'failed', fromOffset: 3 }])).toBe(9);
-    expect(failedOffset({ afterOffset: 2, error: 'receiver unavailable' }, [{ outcome: 'ok', fromOffset: 8 }, { outcome: 'unavailable', fromOffset: 3 }])).toBe(3);
+    expect(failedOffset({ afterOffset: 2, error: 'filter.jsonataCondition threw on offset 9: boom' }, [{ outcome: 'failed', fromOffset: 3 }])).toEqual({ offset: 9, source: 'error' });
+    expect(failedOffset({ afterOffset: 2, error: 'receiver unavailable' }, [{ outcome: 'ok', fromOffset: 8 }, { outcome: 'unavailable', fromOffset: 3 }])).toEqual({
+      offset: 3,
+      source: 'attempt',
+    });
     expect(failedOffset({ afterOffset: 2 }, [{ outcome: 'failed', fromOffset: 2 }])).toBeNull();
     expect(failedOffset({ afterOffset: 2 }, [])).toBeNull();
   });

@@ -80,6 +80,7 @@ describe('subscriptions UI', () => {
     // first: three failures after the copy of offset 2 went through.
     const card = p.getByTestId('halted-lane').locator('article[data-key="ledger-sync-with-a-long-key"]');
     await expect.poll(() => card.getByTestId('failed-offset').textContent(), POLL).toBe('#3');
+    expect(await card.getByTestId('failed-label').textContent()).toBe('Failed on #3 job/run');
     expect(await card.getByTestId('failed-type').textContent()).toBe('job/run');
     expect(await card.getByTestId('failed-payload').textContent()).toContain('"customer":"ada@example.com"');
     const attempts = card.getByTestId('attempts-table');

@@ -39,6 +39,10 @@ describe('web UI', () => {
     expect(await subscriptionRow.textContent()).toContain('copy to /lane/paid');
     expect(await subscriptionRow.textContent()).toContain('types: shop.example/order-paid');
     await p.getByTestId('halted-count').waitFor();
+    // The receiver refused every attempt: the card names the first event of the failed batch.
+    await expect.poll(() => card.getByTestId('failed-label').textContent(), { timeout: 10_000 }).toBe('Failed delivering the events from #2 shop.example/order-paid');
+    expect(await card.getByTestId('failed-payload').textContent()).toBe('{"id":1}');
+    await expect.poll(() => card.locator('[data-testid="attempts-table"] tbody tr[data-outcome="unavailable"]').count()).toBe(3);
     await shot(p, 'halted-lane.png');
 
     // Unpause the receiver, then Resume — with the keyboard, confirmed in a dialog first.
@@ -162,6 +166,11 @@ describe('web UI', () => {
     expect(await text('mirror')).toContain('copy to /kinds/copy');
     expect(await text('mirror')).toContain('{"payload": {"n": 1}}');
     expect(await text('mirror')).toContain('all events');
+    // No processor host is connected, so the wake halts; hosted wakes record no attempts, so its
+    // card shows the next event the subscription owes.
+    const agent = p.getByTestId('halted-lane').locator('article[data-key="agent"]');
+    await expect.poll(() => agent.getByTestId('failed-label').textContent(), { timeout: 10_000 }).toBe('Next event it owes: #1 events.iterate.com/stream/created');
+    expect(await agent.getByTestId('attempts').textContent()).toBe('No delivery attempts recorded.');
     await shot(p, 'receivers.png');
   });
 });

@@ -39,26 +39,27 @@ async function load(
     mount(attemptsBox, errorBox(error, 'attempts-error'));
   }
   try {
-    const offset = failedOffset(halt, history);
+    const at = failedOffset(halt, history);
     const page =
-      offset === null
+      at === null
         ? await client.getEvents(sourcePath, { afterOffset: halt.afterOffset, limit: 1, ...(eventTypes ? { eventTypes: [...eventTypes] } : {}) })
-        : await client.getEvents(sourcePath, { afterOffset: offset - 1, limit: 1 });
+        : await client.getEvents(sourcePath, { afterOffset: at.offset - 1, limit: 1 });
     const event = page.events[0];
-    mount(failedBox, event ? failedEvent(event) : h('span', { class: 'muted small' }, `No event after offset ${halt.afterOffset} is left to show.`));
+    const label = at === null ? 'Next event it owes: ' : at.source === 'error' ? 'Failed on ' : 'Failed delivering the events from ';
+    mount(failedBox, event ? failedEvent(label, event) : h('span', { class: 'muted small' }, `No event after offset ${halt.afterOffset} is left to show.`));
   } catch (error) {
     mount(failedBox, errorBox(error, 'failed-event-error'));
   }
 }
 
-function failedEvent(event: CommittedEvent): HTMLElement {
+function failedEvent(label: string, event: CommittedEvent): HTMLElement {
   return h(
     'div',
     null,
     h(
       'div',
-      { class: 'small' },
-      'Failed on ',
+      { class: 'small', 'data-testid': 'failed-label' },
+      label,
       h('strong', { 'data-testid': 'failed-offset' }, `#${event.offset}`),
       ' ',
       h('code', { 'data-testid': 'failed-type' }, event.type),
