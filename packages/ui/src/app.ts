@@ -7,11 +7,15 @@ import type { RivuletClient, StreamListEntry } from '@rivulet/client';
 import { errorBox, errorInfo, every, hrefFor, parseRoute, subscriptionsHref } from './common.js';
 import { h, keepFocus, mount } from './dom.js';
 import { formatDuration, worstStatusByStream } from './format.js';
+import { haltedBadge, readUpTo } from './listing.js';
 import { clientFor, loadSettings, saveSettings, serverUrl, type Settings } from './settings.js';
 import { StreamTree } from './views/stream-tree.js';
 import { StreamView } from './views/stream-view.js';
 import { SubscriptionsPage } from './views/subscriptions-page.js';
 import { ThroughputChart } from './views/throughput.js';
+
+/** Subscriptions read for the badge and the tree's dots every 2 s; streams past them get no dot. */
+const MAX_LISTED = 5000;
 
 export class App {
   private readonly settings: Settings;
@@ -106,13 +110,13 @@ export class App {
    */
   private async readSubscriptions(signal: AbortSignal): Promise<void> {
     try {
-      const rows: { sourcePath: string; status: 'halted' | 'retrying' | 'lagging' | 'healthy' }[] = [];
-      for await (const row of this.client.listAllSubscriptions({ signal, limit: 1000 })) rows.push(row);
+      const { rows, more } = await readUpTo(this.client.listAllSubscriptions({ signal, limit: 1000 }), MAX_LISTED);
       if (signal.aborted) return;
       this.tree.setStatuses(worstStatusByStream(rows));
+      const text = haltedBadge(rows, more);
       const halted = rows.filter((r) => r.status === 'halted').length;
-      this.halted.hidden = halted === 0;
-      this.halted.textContent = `${halted} halted`;
+      this.halted.hidden = text === null;
+      this.halted.textContent = text ?? '';
       this.halted.title = `${halted} subscription${halted === 1 ? '' : 's'} halted: open the subscriptions page`;
     } catch {
       // The tree and the server status already say when the server cannot be reached.

@@ -9,6 +9,7 @@ import type { CommittedEvent, RivuletClient, SubscriptionListEntry } from '@rivu
 import { LISTING_STATUSES, badge, errorBox, every, isAbort, jsonBlock, streamLink, subscriptionsHref, type ListingStatus } from '../common.js';
 import { openDialog } from '../dialog.js';
 import { h, keepFocus, mount } from '../dom.js';
+import { readUpTo } from '../listing.js';
 import { haltDetails } from './halt-details.js';
 import { confirmRemove, openSubscriptionForm } from './subscription-form.js';
 
@@ -95,20 +96,15 @@ export class SubscriptionsPage {
   private async refresh(): Promise<void> {
     const signal = this.controller.signal;
     try {
-      const rows: SubscriptionListEntry[] = [];
-      let more = false;
-      for await (const row of this.client.listAllSubscriptions({
-        signal,
-        limit: 500,
-        ...(this.statuses.length > 0 ? { status: this.statuses } : {}),
-        ...(this.prefix !== '' ? { prefix: this.prefix } : {}),
-      })) {
-        if (rows.length === MAX_ROWS) {
-          more = true;
-          break;
-        }
-        rows.push(row);
-      }
+      const { rows, more } = await readUpTo(
+        this.client.listAllSubscriptions({
+          signal,
+          limit: 500,
+          ...(this.statuses.length > 0 ? { status: this.statuses } : {}),
+          ...(this.prefix !== '' ? { prefix: this.prefix } : {}),
+        }),
+        MAX_ROWS,
+      );
       if (signal.aborted) return;
       this.render(rows, more);
     } catch (error) {
