@@ -74,12 +74,11 @@ export interface RatePoint {
   deliveriesPerSecond: number;
 }
 
-export function readCounters(text: string): Counters & { halted: number } {
+export function readCounters(text: string): Counters {
   const samples = parsePrometheus(text);
   return {
     appends: sumMetric(samples, 'rivulet_appends_total'),
     deliveries: sumMetric(samples, 'rivulet_deliveries_total'),
-    halted: sumMetric(samples, 'rivulet_subscriptions_halted'),
   };
 }
 

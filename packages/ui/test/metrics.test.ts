@@ -23,7 +23,7 @@ describe('metrics', () => {
     });
     expect(sumMetric(samples, 'rivulet_deliveries_total')).toBe(8);
     expect(samples.find((s) => s.name.endsWith('_bucket'))?.labels.le).toBe('+Inf');
-    expect(readCounters(TEXT)).toEqual({ appends: 12, deliveries: 8, halted: 1 });
+    expect(readCounters(TEXT)).toEqual({ appends: 12, deliveries: 8 });
   });
 
   it('differences counters into rates over a sliding window, surviving a restart', () => {

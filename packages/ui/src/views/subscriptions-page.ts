@@ -52,7 +52,7 @@ export class SubscriptionsPage {
       h('fieldset', { class: 'status-filter' }, h('legend', { class: 'label' }, 'Status'), boxes),
       h('div', { class: 'field prefix-filter' }, h('label', { for: 'subs-prefix' }, 'Path prefix ', h('span', { class: 'muted' }, '(Enter)')), this.prefixInput),
     );
-    this.summary = h('p', { class: 'muted small', 'data-testid': 'subs-summary', 'aria-live': 'polite' }, 'Loading subscriptions…');
+    this.summary = h('div', { class: 'muted small subs-summary', 'data-testid': 'subs-summary', 'aria-live': 'polite' }, 'Loading subscriptions…');
     this.result = h('div', { class: 'action-result', 'data-testid': 'action-result', 'aria-live': 'polite' });
     this.laneCards = h('div', { class: 'lane-cards' });
     this.lane = h(
