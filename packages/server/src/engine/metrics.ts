@@ -20,7 +20,8 @@ const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 // Every append touches several series, so the key of a label set is built without intermediate
 // arrays, and values with nothing to escape (nearly all) skip the replacements.
-function labelKey(labels: Labels | undefined): string {
+/** The key of a label set as series are stored and rendered: `a="x",b="y"`, names sorted. */
+export function labelKey(labels: Labels | undefined): string {
   if (labels === undefined) return '';
   const keys = Object.keys(labels);
   if (keys.length === 0) return '';
@@ -99,14 +100,24 @@ export type MetricsSource = () => string | Promise<string>;
 export class MetricsRegistry {
   private readonly metrics: Metric[] = [];
   private readonly sources: MetricsSource[] = [];
+  private readonly preparers: Array<() => Promise<void>> = [];
 
   /** Text that `scrape` appends after this registry's own families. */
   addSource(source: MetricsSource): void {
     this.sources.push(source);
   }
 
+  /**
+   * Work that brings the families up to date before each scrape renders them (the Worker host
+   * reads the roll-up of its stream objects' figures there). A preparer that fails fails the scrape.
+   */
+  beforeScrape(prepare: () => Promise<void>): void {
+    this.preparers.push(prepare);
+  }
+
   /** This registry's families, then every source's text: what /metrics answers. */
   async scrape(): Promise<string> {
+    for (const prepare of this.preparers) await prepare();
     let text = this.render();
     for (const source of this.sources) text += await source();
     return text;
@@ -165,10 +176,10 @@ export function methodLabel(method: string): string {
 }
 
 /** The receiver actions (protocol §9): counters by action start at 0 for each, so that a rate or increase sees the first one. */
-const ACTIONS: readonly ReceiverAction[] = ['copy-to-stream', 'webhook-post', 'itx-call', 'processor-wake'];
+export const RECEIVER_ACTIONS: readonly ReceiverAction[] = ['copy-to-stream', 'webhook-post', 'itx-call', 'processor-wake'];
 
 function byAction(counter: Counter): Counter {
-  for (const action of ACTIONS) counter.inc({ action }, 0);
+  for (const action of RECEIVER_ACTIONS) counter.inc({ action }, 0);
   return counter;
 }
 
