@@ -4,8 +4,10 @@
  * action, live connections and RPC sessions, group commits and fsyncs, the database's size, and
  * the Node host's process and runtime metrics. Each test makes its metric move.
  *
- * The Worker host runs the build and request parts; the rest is what only the Node host shows
- * (docs/cloudflare.md §4.2: delivery and connection metrics live in each stream's object).
+ * The build, request, halt, skip, delivery and lag families run on both hosts: on the Worker host
+ * each stream object reports them to its project's index within a second (docs/cloudflare.md
+ * §4.2), so a test waits for the figure, bounded; on the Worker host too, the figures survive a
+ * restart of every object and a halt is counted once. The rest is what only the Node host shows.
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,19 +18,23 @@ import { VERSION } from '../../src/version.js';
 import { HookServer } from '../helpers/hook-server.js';
 import type { Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
+import { startWorkerHost } from '../helpers/worker-host.js';
 import { caughtUp, configured, eventually, halted, sampleOf, scrape, subscribe } from '../helpers/subscriptions.js';
 
 const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3, deliveryTimeoutMs: 2_000 } as const;
 
 let server: TestServer;
 let api: Api;
+let hooks: HookServer;
 
 beforeAll(async () => {
   server = await startTestServer(QUICK);
   api = server.api;
+  hooks = await HookServer.start();
 });
 
 afterAll(async () => {
+  await hooks?.stop();
   await server?.close();
 });
 
@@ -43,6 +49,24 @@ function garbage(n: number): number {
 }
 
 const count = (text: string, histogram: string, labels: Record<string, string> = {}) => sampleOf(text, `${histogram}_count`, labels) ?? 0;
+
+/**
+ * The first scrape of `on` where `ready` holds. The Node host counts in the process that answers
+ * /metrics (the first scrape holds); the Worker host's stream objects report within a second.
+ */
+async function scrapeUntil(on: Api, ready: (text: string) => boolean, what: string): Promise<string> {
+  return eventually(async () => {
+    const text = await scrape(on);
+    return ready(text) ? text : undefined;
+  }, what);
+}
+
+const webhook = (key: string, path: string, onFailingEvent: 'halt' | 'skip') =>
+  configured({
+    subscriptionKey: key,
+    filter: { eventTypes: ['app/x'] },
+    receiver: { action: 'webhook-post', url: hooks.url(path), delivery: { start: 'now', onFailingEvent } },
+  });
 
 describe('on every host', () => {
   it('rivulet_build_info names the running version', async () => {
@@ -72,24 +96,6 @@ describe('on every host', () => {
       for (const action of ['copy-to-stream', 'webhook-post', 'itx-call', 'processor-wake']) expect(sampleOf(text, name, { action }), `${name} ${action}`).toBe(0);
     }
   });
-});
-
-describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
-  let hooks: HookServer;
-  beforeAll(async () => {
-    hooks = await HookServer.start();
-  });
-  afterAll(async () => {
-    await hooks?.stop();
-  });
-
-  const webhook = (key: string, path: string, onFailingEvent: 'halt' | 'skip') =>
-    configured({
-      subscriptionKey: key,
-      filter: { eventTypes: ['app/x'] },
-      receiver: { action: 'webhook-post', url: hooks.url(path), delivery: { start: 'now', onFailingEvent } },
-    });
-
   it('rivulet_subscription_halts_total goes from 0 to 1 when a webhook subscription halts, beside the halted gauge', async () => {
     hooks.script = (request) => (request.path === '/halt' ? { status: 503, body: 'down' } : { status: 204 });
     const before = await scrape(api);
@@ -97,17 +103,33 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
     expect(sampleOf(before, 'rivulet_subscriptions_halted')).toBe(0);
     await api.append('/alerting/halts', webhook('h', '/halt', 'halt'));
     await api.append('/alerting/halts', { type: 'app/x' });
-    await halted(api, '/alerting/halts', 'h');
-    const after = await scrape(api);
+    const entry = await halted(api, '/alerting/halts', 'h');
+    const lag = { project: '', stream: '/alerting/halts', key: 'h' };
+    const after = await scrapeUntil(
+      api,
+      (t) => (sampleOf(t, 'rivulet_subscription_halts_total', { action: 'webhook-post' }) ?? 0) >= 1 && sampleOf(t, 'rivulet_subscription_lag_events', lag) !== undefined,
+      'the halt and the lag to be counted',
+    );
     expect(sampleOf(after, 'rivulet_subscription_halts_total', { action: 'webhook-post' })).toBe(1);
     expect(sampleOf(after, 'rivulet_subscription_halts_total', { action: 'copy-to-stream' })).toBe(0);
     expect(sampleOf(after, 'rivulet_subscriptions_halted')).toBe(1);
     expect(sampleOf(after, 'rivulet_subscription_skips_total', { action: 'webhook-post' })).toBe(0);
-    // The gauge follows the stored rows: a destroyed stream's halted subscription is gone from it;
-    // the counter keeps what happened.
+    // Receiver calls by outcome: every failed attempt the halt names, and no success.
+    const failedCalls = linesOf(after, 'rivulet_deliveries_total')
+      .filter((l) => l.includes('action="webhook-post"') && !l.includes('outcome="ok"'))
+      .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    expect(failedCalls).toBe(entry.deliveryHalted!.attempts);
+    expect(sampleOf(after, 'rivulet_deliveries_total', { action: 'webhook-post', outcome: 'ok' })).toBeUndefined();
+    // The lag is the one the stream's runtime state shows: the halted event and the halt itself.
+    const runtime = (await api.state('/alerting/halts')).runtime?.subscriptions.h;
+    expect(runtime?.lag).toBeGreaterThan(0);
+    expect(sampleOf(after, 'rivulet_subscription_lag_events', lag)).toBe(runtime?.lag);
+    // The gauge follows the stored rows: a destroyed stream's halted subscription is gone from it,
+    // and its lag; the counter keeps what happened.
     await api.destroy('/alerting/halts');
     const destroyed = await scrape(api);
     expect(sampleOf(destroyed, 'rivulet_subscriptions_halted')).toBe(0);
+    expect(sampleOf(destroyed, 'rivulet_subscription_lag_events', lag)).toBeUndefined();
     expect(sampleOf(destroyed, 'rivulet_subscription_halts_total', { action: 'webhook-post' })).toBe(1);
   });
 
@@ -117,8 +139,9 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
     await api.append('/alerting/skips', webhook('s', '/skip', 'skip'));
     await api.append('/alerting/skips', [{ type: 'app/x', payload: { bad: true } }, { type: 'app/x' }]);
     await caughtUp(api, '/alerting/skips', 's');
-    const text = await scrape(api);
-    expect(sampleOf(text, 'rivulet_subscription_skips_total', { action: 'webhook-post' })).toBe((before ?? 0) + 1);
+    const skipped = (t: string) => sampleOf(t, 'rivulet_subscription_skips_total', { action: 'webhook-post' }) ?? 0;
+    const text = await scrapeUntil(api, (t) => skipped(t) > (before ?? 0), 'the skip to be counted');
+    expect(skipped(text)).toBe((before ?? 0) + 1);
   });
 
   it('rivulet_delivery_latency_seconds counts acknowledged deliveries by action', async () => {
@@ -129,16 +152,64 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
     await api.append('/alerting/latency-src', [{ type: 'app/x' }, { type: 'app/x' }]);
     await caughtUp(api, '/alerting/latency-src', 'c');
     await caughtUp(api, '/alerting/latency-src', 'w');
-    const after = await scrape(api);
+    const moved = (t: string, action: string) => count(t, 'rivulet_delivery_latency_seconds', { action }) > count(before, 'rivulet_delivery_latency_seconds', { action });
+    const after = await scrapeUntil(api, (t) => moved(t, 'copy-to-stream') && moved(t, 'webhook-post'), 'the deliveries to be counted');
     for (const action of ['copy-to-stream', 'webhook-post']) {
       const labels = { action };
       expect(count(after, 'rivulet_delivery_latency_seconds', labels), action).toBeGreaterThan(count(before, 'rivulet_delivery_latency_seconds', labels));
       const sum = sampleOf(after, 'rivulet_delivery_latency_seconds_sum', labels)!;
       // Seconds, not milliseconds: a loopback delivery of a just-appended event takes well under 2 s.
       expect(sum / count(after, 'rivulet_delivery_latency_seconds', labels)).toBeLessThan(2);
+      expect(sampleOf(after, 'rivulet_deliveries_total', { action, outcome: 'ok' }), action).toBeGreaterThanOrEqual(count(after, 'rivulet_delivery_latency_seconds', labels));
     }
   });
+});
 
+describe.skipIf(TEST_HOST !== 'worker')('on the Worker host, across restarts of every object', () => {
+  const haltsOf = (text: string) => sampleOf(text, 'rivulet_subscription_halts_total', { action: 'webhook-post' }) ?? 0;
+  const deliveryLines = (text: string) => linesOf(text, 'rivulet_deliveries_total');
+
+  it('the figures are kept in the index objects, and a halt reported by a restarted object is counted once', async () => {
+    hooks.script = (request) => (request.path === '/restart' ? { status: 503, body: 'down' } : { status: 204 });
+    const worker = await startWorkerHost(QUICK);
+    try {
+      const on = worker.api;
+      await on.append('/alerting/restart-a', webhook('h', '/restart', 'halt'));
+      await on.append('/alerting/restart-a', { type: 'app/x' });
+      await halted(on, '/alerting/restart-a', 'h');
+      const reported = await scrapeUntil(on, (t) => haltsOf(t) >= 1, 'the first halt to be counted');
+      expect(haltsOf(reported)).toBe(1);
+      // Every object loses its memory: the scrape reads what the index objects stored.
+      await worker.restart();
+      const restarted = await scrape(on);
+      expect(haltsOf(restarted)).toBe(1);
+      expect(sampleOf(restarted, 'rivulet_subscriptions_halted')).toBe(1);
+      expect(deliveryLines(restarted)).toEqual(deliveryLines(reported));
+      // A halt followed at once by a restart: its object had no interval to report it, and counts
+      // it from its log when it runs again (here, for a state read).
+      await on.append('/alerting/restart-b', webhook('h', '/restart', 'halt'));
+      await on.append('/alerting/restart-b', { type: 'app/x' });
+      await halted(on, '/alerting/restart-b', 'h');
+      await worker.restart();
+      expect((await on.state('/alerting/restart-b')).core?.subscriptions.outbound.byKey.h?.deliveryHalted).toBeDefined();
+      const both = await scrapeUntil(on, (t) => haltsOf(t) >= 2, 'the second halt to be counted');
+      expect(haltsOf(both)).toBe(2);
+      expect(sampleOf(both, 'rivulet_subscriptions_halted')).toBe(2);
+      // Two more intervals of reports, and a third restart: still counted once.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(haltsOf(await scrape(on))).toBe(2);
+      await worker.restart();
+      await on.state('/alerting/restart-a');
+      await on.state('/alerting/restart-b');
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(haltsOf(await scrape(on))).toBe(2);
+    } finally {
+      await worker.close();
+    }
+  }, 40_000);
+});
+
+describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
   it('rivulet_live_connections and rivulet_rpc_sessions follow what is open', async () => {
     const base = await scrape(api);
     expect(sampleOf(base, 'rivulet_live_connections')).toBe(0);

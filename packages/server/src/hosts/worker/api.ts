@@ -39,6 +39,7 @@ import type { ReadRawResult } from '../../engine/actor.js';
 import type { SubscribeResult } from '../../engine/commands.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import type { CopyReceipt } from '../../ports/directory.js';
+import type { MetricsReport, ProjectMetrics } from './metrics-rollup.js';
 import type { Wire } from './wire.js';
 
 export interface TailRequest {
@@ -167,6 +168,16 @@ export interface IndexObjectApi {
   /** Replaces the index's subscriptions of `path` (protocol §21). */
   putSubscriptions(projectId: P, path: string, streamId: string, entries: Array<{ key: string; halted: boolean }>): Promise<Wire<void>>;
   subscribed(projectId: P, query: SubscribedQuery): Promise<Wire<SubscribedCandidate[]>>;
+  /** A stream object's /metrics figures (metrics-rollup.ts), applied once. */
+  reportMetrics(projectId: P, report: MetricsReport): Promise<Wire<void>>;
+  /** The offset through which the halts and skips of the lifetime `streamId` were counted. */
+  metricsMark(projectId: P, streamId: string): Promise<Wire<number>>;
+  /** The project's /metrics figures. */
+  metricsTotals(projectId: P): Promise<Wire<ProjectMetrics>>;
+  /** In the deployment's registry object (metricsRegistryName): a project whose index holds figures. */
+  registerMetricsProject(projectId: P): Promise<Wire<void>>;
+  /** In the deployment's registry object: every project registered there. */
+  metricsProjects(): Promise<Wire<Array<string | null>>>;
 }
 
 /** The hub's side of one hosted processor connection: the host's processEventBatch, held in the hub. */

@@ -27,7 +27,7 @@ import {
 import type { Hono } from 'hono';
 import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
 import type { CopyBatch } from '../../core/copy-builder.js';
-import { createServerMetrics } from '../../engine/metrics.js';
+import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
@@ -43,7 +43,8 @@ import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
 import { durableStreamService } from './service.js';
 import { StreamHost } from './stream-host.js';
-import { answer } from './wire.js';
+import { applyRollup, metricsRegistryName, type MetricsReport } from './metrics-rollup.js';
+import { answer, unwrap } from './wire.js';
 
 const RPC_PATH = '/v1/rpc';
 // One logger per isolate; its level is the RIVULET_LOG_LEVEL of the env each entrance is given.
@@ -56,6 +57,7 @@ function appFor(env: WorkerEnv): Hono {
   if (!app) {
     configureLogs(env);
     const metrics = createServerMetrics(undefined, { version: VERSION });
+    metrics.registry.beforeScrape(() => rollUp(env, metrics));
     const cors = corsOf(env);
     const longPollTimeoutMs = longPollTimeoutOf(env);
     app = createApp({
@@ -73,6 +75,22 @@ function appFor(env: WorkerEnv): Hono {
     });
   }
   return app;
+}
+
+/**
+ * The delivery, halt, skip and lag families of /metrics: every project's totals, from its index
+ * object (metrics-rollup.ts; docs/cloudflare.md §4.2). A project that cannot be read fails the
+ * scrape (UNAVAILABLE) rather than answering totals that went down.
+ */
+async function rollUp(env: WorkerEnv, metrics: ServerMetrics): Promise<void> {
+  const projects = await unwrap('the metrics registry', () => env.STREAM_INDEX.getByName(metricsRegistryName).metricsProjects());
+  const totals = await Promise.all(
+    projects.map(async (project) => ({
+      project,
+      totals: await unwrap(`the stream index of project ${JSON.stringify(project)}`, () => env.STREAM_INDEX.getByName(projectObjectName(project)).metricsTotals(project)),
+    })),
+  );
+  applyRollup(metrics, totals);
 }
 
 /** `/v1/rpc`: authenticated like HTTP before the upgrade (protocol §18.1), then the project's hub. */
@@ -192,13 +210,41 @@ export class StreamObject extends DurableObject<WorkerEnv> implements StreamObje
   }
 }
 
-/** The stream listing of one project (worker-index.ts). */
+/**
+ * The stream listing and /metrics figures of one project (worker-index.ts, metrics-rollup.ts); the
+ * object named metricsRegistryName lists the projects whose indexes hold figures.
+ */
 export class IndexObject extends DurableObject<WorkerEnv> {
   readonly #index: StreamIndex;
+  /** Whether the registry is known to list this project. */
+  #registered = false;
 
   constructor(ctx: DurableObject['ctx'], env: WorkerEnv) {
     super(ctx, env);
+    configureLogs(env);
     this.#index = new StreamIndex(new DurableObjectStorage(ctx.storage));
+  }
+
+  reportMetrics(projectId: P, report: MetricsReport) {
+    return answer(logger, async () => {
+      this.#index.reportMetrics(report);
+      if (this.#registered) return;
+      // Told on every instance's first report: a scrape reads the indexes the registry lists.
+      await unwrap('the metrics registry', () => this.env.STREAM_INDEX.getByName(metricsRegistryName).registerMetricsProject(projectId));
+      this.#registered = true;
+    });
+  }
+  metricsMark(_projectId: P, streamId: string) {
+    return answer(logger, () => this.#index.metrics.mark(streamId));
+  }
+  metricsTotals(_projectId: P) {
+    return answer(logger, () => this.#index.metricsTotals());
+  }
+  registerMetricsProject(projectId: P) {
+    return answer(logger, () => this.#index.metrics.registerProject(projectId));
+  }
+  metricsProjects() {
+    return answer(logger, () => this.#index.metrics.projects());
   }
 
   put(_projectId: P, entry: IndexEntry) {

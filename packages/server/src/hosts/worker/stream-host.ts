@@ -19,6 +19,7 @@
  */
 import {
   EventType,
+  type CommittedEvent,
   RivuletError,
   canonicalizePath,
   type DeliveryAttemptsResponse,
@@ -39,7 +40,7 @@ import { composeEngine, engineLog, type Engine } from '../../engine/compose.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { webhookReceiver } from '../../engine/receivers/webhook.js';
-import { createServerMetrics } from '../../engine/metrics.js';
+import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
 import { openSchema } from '../../engine/schema.js';
 import type { LocalStreamService } from '../../engine/service.js';
 import type { ErrorLogger } from '../../http/errors.js';
@@ -50,6 +51,7 @@ import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, 
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { fetchOutbound } from './outbound.js';
+import { COUNTED_TYPES, MetricsReporter, countedFact, type CountedFact } from './metrics-rollup.js';
 import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
@@ -90,6 +92,8 @@ export class StreamHost {
   private readonly waits = new Map<string, AbortController>();
   /** Ids cancelled before their wait arrived (calls on one stub arrive in order; this is the fallback). */
   private readonly cancelledEarly = new Set<string>();
+  /** Reports this object's delivery, halt, skip and lag figures to the project's index (metrics-rollup.ts). */
+  private readonly reporter: MetricsReporter;
 
   constructor(private readonly deps: StreamHostDeps) {
     const { env, logger } = deps;
@@ -110,6 +114,8 @@ export class StreamHost {
       log: engineLog(logger),
     });
     const itx = hubItx(env);
+    const metrics = createServerMetrics();
+    this.reporter = this.metricsReporter(metrics);
     this.engine = composeEngine({
       storage: this.storage,
       alarms: this.alarms,
@@ -117,7 +123,7 @@ export class StreamHost {
       clock: systemClock,
       random: systemRandom,
       config: this.config,
-      metrics: createServerMetrics(),
+      metrics,
       logger,
       receivers: {
         'copy-to-stream': copyReceiver(directory),
@@ -132,10 +138,47 @@ export class StreamHost {
       processorWaker: processorWakeReceiver(itx),
       afterCommit: (actor, events) => {
         if (events.some((e) => SUBSCRIPTION_FACTS.has(e.type))) void this.announceSubscriptions(actor);
+        const state = actor.exists ? actor.coreState : null;
+        if (state) this.reporter.committed(state.streamId, events, (key) => actionOf(actor, key));
       },
     });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
+  }
+
+  private metricsReporter(metrics: ServerMetrics): MetricsReporter {
+    const index = () => this.deps.env.STREAM_INDEX.getByName(projectObjectName(this.identity?.projectId ?? null));
+    const log = engineLog(this.deps.logger);
+    return new MetricsReporter({
+      timer: systemTimer,
+      metrics,
+      subject: () => {
+        const actor = this.actorIfBound();
+        const state = actor?.exists ? actor.coreState : null;
+        if (!actor || !state) return null;
+        const runtime = actor.runtimeState();
+        const lags = Object.entries(runtime?.subscriptions ?? {}).map(([key, r]) => ({ key, lag: r.lag }));
+        return { streamId: state.streamId, path: actor.path, head: actor.durableHead, lags };
+      },
+      scan: (afterOffset) => {
+        const actor = this.actorIfBound();
+        const facts: CountedFact[] = [];
+        if (!actor) return facts;
+        const page = 1_000;
+        for (let after = afterOffset; ; ) {
+          const { events } = actor.readRaw({ afterOffset: after, limit: page, includeEphemeral: false, eventTypes: COUNTED_TYPES });
+          for (const raw of events) {
+            const fact = countedFact(JSON.parse(raw.json) as CommittedEvent, (key) => actionOf(actor, key));
+            if (fact) facts.push(fact);
+          }
+          if (events.length < page) return facts;
+          after = events[events.length - 1]!.offset;
+        }
+      },
+      mark: (streamId) => unwrap('the stream index', () => index().metricsMark(this.identity?.projectId ?? null, streamId)),
+      send: (report) => unwrap('the stream index', () => index().reportMetrics(this.identity?.projectId ?? null, report)),
+      log,
+    });
   }
 
   private actorIfBound(): StreamActor | undefined {
@@ -160,6 +203,7 @@ export class StreamHost {
     try {
       return await fn(this.engine.service, actor);
     } finally {
+      this.reporter.poke();
       await this.announce(actor);
       await this.announceSubscriptions(actor);
     }
@@ -267,6 +311,8 @@ export class StreamHost {
   async destroy(projectId: string | null, path: string): Promise<boolean> {
     const actor = this.bind(projectId, path);
     const streamId = actor.exists ? actor.coreState?.streamId : undefined;
+    // What the lifetime counted goes to the index before its log is erased.
+    if (streamId !== undefined) await this.reporter.flush();
     const destroyed = await this.engine.service.destroy(projectId, path);
     if (!destroyed || streamId === undefined) return destroyed;
     await this.deps.exclusive(async () => {
@@ -344,6 +390,15 @@ export class StreamHost {
   alarm(): void {
     this.alarms.ring();
     const actor = this.actorIfBound();
-    if (actor) this.engine.delivery.poke(actor);
+    if (actor) {
+      this.engine.delivery.poke(actor);
+      this.reporter.poke();
+    }
   }
+}
+
+/** The action of subscription `key` of the stream's current state. */
+function actionOf(actor: StreamActor, key: string): string | undefined {
+  const state = actor.exists ? actor.coreState : null;
+  return state?.subscriptions.outbound.byKey[key]?.configuration.receiver.action;
 }

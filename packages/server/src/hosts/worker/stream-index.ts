@@ -15,8 +15,12 @@ import { isPathUnder } from '@rivulet/contract';
 import type { SqlStorage } from '../../ports/storage.js';
 import type { ListOptions } from '../../engine/service.js';
 import type { IndexEntry, SubscribedCandidate, SubscribedQuery } from './api.js';
+import { IndexMetrics, type MetricsReport, type ProjectMetrics } from './metrics-rollup.js';
 
 export class StreamIndex {
+  /** The project's /metrics figures, reported by its stream objects (metrics-rollup.ts). */
+  readonly metrics: IndexMetrics;
+
   constructor(private readonly storage: SqlStorage) {
     storage.run(`CREATE TABLE IF NOT EXISTS listed (path TEXT PRIMARY KEY, stream_id TEXT NOT NULL, created_at TEXT NOT NULL)`);
     // The project's subscriptions, for GET /v1/subscriptions (protocol §21): key and halt per source
@@ -24,6 +28,18 @@ export class StreamIndex {
     storage.run(
       `CREATE TABLE IF NOT EXISTS subscribed (path TEXT NOT NULL, key TEXT NOT NULL, stream_id TEXT NOT NULL, halted INTEGER NOT NULL, PRIMARY KEY (path, key))`,
     );
+    this.metrics = new IndexMetrics(storage);
+  }
+
+  /** Applies one stream object's report (metrics-rollup.ts); answers whether it was new. */
+  reportMetrics(report: MetricsReport): boolean {
+    return this.metrics.apply(report);
+  }
+
+  /** The project's figures for /metrics; the halted gauge counts the subscriptions listed as halted. */
+  metricsTotals(): ProjectMetrics {
+    const halted = this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM subscribed WHERE halted = 1`)[0]!.n;
+    return this.metrics.totals(halted);
   }
 
   /** Replaces what the index holds of `path`'s subscriptions (none: the stream has none). */
@@ -59,6 +75,7 @@ export class StreamIndex {
   remove(path: string, streamId: string): void {
     this.storage.run(`DELETE FROM listed WHERE path = ? AND stream_id = ?`, path, streamId);
     this.storage.run(`DELETE FROM subscribed WHERE path = ? AND stream_id = ?`, path, streamId);
+    this.metrics.forget(streamId);
   }
 
   list(options: ListOptions): { entries: IndexEntry[]; more: boolean } {
