@@ -7,8 +7,8 @@ const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
  * The end-to-end files that also run against the Cloudflare Workers host (Miniflare), as the
  * "worker" project: the same tests, with RIVULET_TEST_HOST=worker making startTestServer start the
  * Worker (packages/server/test/helpers/server.ts). Files left out test what the Worker host does
- * not have or cannot show (docs/cloudflare.md §4): the raw request path (workerd normalises URLs), /metrics
- * of deliveries and SSE readers, the Node host's internals (the trusted copy path, the worker
+ * not have or cannot show (docs/cloudflare.md §4): the raw request path (workerd normalises URLs),
+ * the SSE reader gauge (one isolate's), the Node host's internals (the trusted copy path, the worker
  * registry, kill -9 of a server process) and DNS-resolved webhook destinations.
  */
 const workerE2e = [

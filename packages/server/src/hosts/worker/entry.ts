@@ -6,7 +6,8 @@
  *   authenticated `/v1/rpc` WebSocket upgrades to the project's hub;
  * - `StreamObject`: one per (project, canonical path), running one stream actor and its sender
  *   over the object's SQLite storage and alarm (worker-stream-host.ts);
- * - `IndexObject`: one per project, the stream listing (worker-index.ts);
+ * - `IndexObject`: one per project, the stream and subscription listings and the project's /metrics
+ *   figures (worker-index.ts, metrics-rollup.ts); one more, named `["*"]`, lists the projects;
  * - `HubObject`: one per project, RPC sessions, registered workers and processor hosts, itx-call
  *   and processor wakes (worker-hub.ts); live connections keep their callbacks there and run in
  *   the stream's object (worker-connections.ts).

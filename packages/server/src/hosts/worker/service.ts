@@ -6,7 +6,8 @@
  * and each listed stream's object for its head. A tail is a stream of newline-delimited JSON
  * items from the stream's object; cancelling it (the SSE client went away) ends the tail there.
  * Append requests are counted here, in the isolate that serves /metrics (as LocalStreamService
- * counts them in the Node host); what happens inside the stream objects is counted there.
+ * counts them in the Node host); what happens inside the stream objects is counted there and
+ * reaches /metrics through the project's index (metrics-rollup.ts, docs/cloudflare.md §4.2).
  * Live connections and waits run in the stream's object; their callbacks and cancellation stay
  * with the caller (worker-connections.ts): a wait is cancelled by naming its id to the object.
  */

@@ -9,7 +9,9 @@
  * throttled there); an announcement lost to a crash is repeated on the stream's next call, so a
  * stream can be missing from the listing until it is touched again; a listing page costs one call
  * per listed stream. The subscription listing works alike: the index holds each subscription's key
- * and whether it is halted, and a page asks each listed source's object for its entries.
+ * and whether it is halted, and a page asks each listed source's object for its entries. The index
+ * also keeps the project's /metrics figures that its stream objects report (metrics-rollup.ts,
+ * docs/cloudflare.md §4.2); its halted gauge is the count of subscriptions listed as halted.
  */
 import { isPathUnder } from '@rivulet/contract';
 import type { SqlStorage } from '../../ports/storage.js';
