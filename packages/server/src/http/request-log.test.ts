@@ -1,16 +1,44 @@
 import type { ErrorCode } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import type { LogFields } from '../ports/logger.js';
+import type { Timer } from '../ports/timer.js';
 import { LineBudget, requestLogHook } from './request-log.js';
 import type { AnsweredRequest } from './request-hooks.js';
+
+/** A one-shot timer that runs only when the test moves the clock (advance). */
+class ManualTimer implements Timer {
+  readonly due: Array<{ at: number; fn: () => void }> = [];
+  constructor(private readonly now: () => number) {}
+  set(delayMs: number, fn: () => void) {
+    const entry = { at: this.now() + delayMs, fn };
+    this.due.push(entry);
+    return () => {
+      const i = this.due.indexOf(entry);
+      if (i >= 0) this.due.splice(i, 1);
+    };
+  }
+  runDue(): void {
+    for (const t of this.due.filter((d) => d.at <= this.now())) {
+      this.due.splice(this.due.indexOf(t), 1);
+      t.fn();
+    }
+  }
+}
 
 function setup(options: { slowMs?: number; linesPerSecond?: number } = {}) {
   const lines: Array<[string, LogFields | undefined]> = [];
   let at = 0;
-  const hook = requestLogHook({ error: () => undefined, warn: (message, fields) => lines.push([message, fields]) }, { ...options, now: () => at });
+  const timer = new ManualTimer(() => at);
+  const hook = requestLogHook({ error: () => undefined, warn: (message, fields) => lines.push([message, fields]) }, { ...options, now: () => at, timer });
   const answer = (status: number, errorCode?: ErrorCode, durationMs = 2, route = 'POST /v1/streams/{path}') =>
     hook.onAnswered!({ method: 'POST', route, status, durationMs, errorCode } satisfies AnsweredRequest);
-  return { lines, answer, advance: (ms: number) => (at += ms) };
+  const advance = (ms: number) => {
+    at += ms;
+    timer.runDue();
+  };
+  // Moves the clock without running timers: the event loop was busy meanwhile.
+  const jump = (ms: number) => (at += ms);
+  return { lines, answer, advance, jump, timer };
 }
 
 describe('requestLogHook', () => {
@@ -76,22 +104,46 @@ describe('requestLogHook', () => {
     expect(off.lines).toEqual([]);
   });
 
-  it('writes at most linesPerSecond lines a second, then says how many it suppressed with the next line', () => {
-    const { lines, answer, advance } = setup({ linesPerSecond: 3 });
+  it('writes at most linesPerSecond lines a second, and how many it suppressed when that second ends', () => {
+    const { lines, answer, advance, timer } = setup({ linesPerSecond: 3 });
     for (let i = 0; i < 3; i++) answer(401, 'UNAUTHENTICATED');
     expect(lines).toHaveLength(3);
+    expect(timer.due).toHaveLength(0);
     for (let i = 0; i < 5; i++) answer(401, 'UNAUTHENTICATED');
+    // One flush, at the end of the window the flood began in.
+    expect(timer.due.map((t) => t.at)).toEqual([1000]);
     advance(999);
     answer(401, 'UNAUTHENTICATED');
     expect(lines).toHaveLength(3);
     advance(1);
+    expect(lines.slice(3)).toEqual([['request lines suppressed', { suppressed: 6, linesPerSecond: 3 }]]);
+    expect(timer.due).toHaveLength(0);
+    // The flood is over: the next line comes alone, and a quiet second writes nothing more.
     answer(403, 'FORBIDDEN');
-    expect(lines.slice(3)).toEqual([
-      ['request lines suppressed', { suppressed: 6, linesPerSecond: 3 }],
-      ['request refused', { method: 'POST', route: 'POST /v1/streams/{path}', status: 403, code: 'FORBIDDEN', durationMs: 2 }],
-    ]);
+    expect(lines.slice(4)).toEqual([['request refused', { method: 'POST', route: 'POST /v1/streams/{path}', status: 403, code: 'FORBIDDEN', durationMs: 2 }]]);
+    advance(5_000);
+    expect(lines).toHaveLength(5);
+    expect(timer.due).toHaveLength(0);
+  });
+
+  it('a line written before the flush carries the count, and the flush writes nothing', () => {
+    const { lines, answer, advance, jump, timer } = setup({ linesPerSecond: 1 });
     answer(401, 'UNAUTHENTICATED');
-    expect(lines.at(-1)?.[0]).toBe('request refused');
+    answer(401, 'UNAUTHENTICATED');
+    answer(401, 'UNAUTHENTICATED');
+    expect(timer.due.map((t) => t.at)).toEqual([1000]);
+    // The next window begins and a line comes before the timer had its turn.
+    jump(1000);
+    answer(403, 'FORBIDDEN');
+    advance(0);
+    expect(lines.map(([m, f]) => [m, f?.suppressed])).toEqual([
+      ['request refused', undefined],
+      ['request lines suppressed', 2],
+      ['request refused', undefined],
+    ]);
+    expect(timer.due).toHaveLength(0);
+    advance(2000);
+    expect(lines).toHaveLength(3);
   });
 
   it('is no hook at all over a logger without warn', () => {

@@ -8,13 +8,15 @@
  * `:waitForEvent` as slow (it waits on purpose).
  *
  * Lines are rate-limited so a flood of bad requests cannot fill a disk: at most `linesPerSecond`
- * in each second; the rest are counted, and the next line written says how many were suppressed.
+ * in each second; the rest are counted, and the count is written when that second ends (a timer of
+ * the Timer port), or with the next line written if that comes first.
  *
  * The hot path: a 2xx or 3xx answer faster than the threshold returns after two comparisons,
  * allocating nothing.
  */
 import type { ErrorCode } from '@rivulet/contract';
 import type { Logger } from '../ports/logger.js';
+import { systemTimer, type CancelTimer, type Timer } from '../ports/timer.js';
 import type { AnsweredRequest, RequestHook } from './request-hooks.js';
 
 /** The default of `--log-slow-ms`. */
@@ -29,6 +31,8 @@ export interface RequestLogOptions {
   linesPerSecond?: number | undefined;
   /** Milliseconds of a monotonic clock (default performance.now). */
   now?: (() => number) | undefined;
+  /** Times the flush of a suppressed count at the end of its second (default: the host's timers). */
+  timer?: Timer | undefined;
 }
 
 /** Refusals a client program meets in its normal course: no line for them. */
@@ -68,9 +72,19 @@ export class LineBudget {
       return undefined;
     }
     this.used++;
+    return this.drain();
+  }
+
+  /** The lines refused since the last count was answered; counting starts again from 0. */
+  drain(): number {
     const suppressed = this.refused;
     this.refused = 0;
     return suppressed;
+  }
+
+  /** Milliseconds until the current window ends (0 once it has). */
+  untilWindowEnds(): number {
+    return Math.max(0, this.windowStart + 1000 - this.now());
   }
 }
 
@@ -81,14 +95,33 @@ export function requestLogHook(logger: Logger, options: RequestLogOptions = {}):
   const slowFrom = slowMs > 0 ? slowMs : Number.POSITIVE_INFINITY;
   const linesPerSecond = options.linesPerSecond ?? DEFAULT_REQUEST_LINES_PER_SECOND;
   const budget = new LineBudget(linesPerSecond, options.now ?? (() => performance.now()));
+  const timer = options.timer ?? systemTimer;
+  const suppressedLine = (suppressed: number) => warn('request lines suppressed', { suppressed, linesPerSecond });
+  // A flood that ends has its count written when its second ends, not when the next line comes.
+  let flush: CancelTimer | undefined;
+  const flushAtWindowEnd = () => {
+    flush ??= timer.set(budget.untilWindowEnds(), () => {
+      flush = undefined;
+      const suppressed = budget.drain();
+      if (suppressed > 0) suppressedLine(suppressed);
+    });
+  };
   return {
     onAnswered(answered) {
       if (answered.status < 400 && answered.durationMs < slowFrom) return;
       const refused = refusal(answered);
       if (refused === undefined && (answered.durationMs < slowFrom || answered.route.endsWith(WAITS))) return;
       const suppressed = budget.take();
-      if (suppressed === undefined) return;
-      if (suppressed > 0) warn('request lines suppressed', { suppressed, linesPerSecond });
+      if (suppressed === undefined) {
+        flushAtWindowEnd();
+        return;
+      }
+      if (flush) {
+        // The count goes with this line; the timer has nothing left to write.
+        flush();
+        flush = undefined;
+      }
+      if (suppressed > 0) suppressedLine(suppressed);
       warn(refused ?? 'slow request', {
         method: answered.method,
         route: answered.route,

@@ -148,6 +148,31 @@ describe('rivulet serve logs', () => {
   });
 });
 
+describe('request lines of a server started from code', () => {
+  it('a flood of refused requests writes 20 lines, and the count of the rest when its second ends, with no request after it', async () => {
+    const written: Array<{ message: string; suppressed?: unknown }> = [];
+    const node = await startNodeServer({
+      port: 0,
+      data: await folder(),
+      tokens: new Map([['secret-token-0123456789', 'shop']]),
+      logger: { error: () => undefined, warn: (message, fields) => written.push({ message, suppressed: fields?.suppressed }) },
+    });
+    try {
+      const flood = 25;
+      const answers = await Promise.all(
+        Array.from({ length: flood }, () => fetch(`${node.url}/v1/streams/a`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer wrong' }, body: '{"type":"a"}' })),
+      );
+      expect(answers.map((a) => a.status)).toEqual(new Array<number>(flood).fill(401));
+      const deadline = performance.now() + 5_000;
+      while (!written.some((w) => w.message === 'request lines suppressed') && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(written.filter((w) => w.message === 'request refused')).toHaveLength(20);
+      expect(written.at(-1)).toEqual({ message: 'request lines suppressed', suppressed: flood - 20 });
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('shutdown lines of a server started from code', () => {
   it('say at warn that the grace period ran out when a request is still arriving, and at info otherwise', async () => {
     const run = async (hang: boolean) => {
