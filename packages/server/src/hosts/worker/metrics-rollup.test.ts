@@ -11,6 +11,7 @@ import { MemoryStorage } from '../../adapters/memory/memory-storage.js';
 import { createServerMetrics, labelKey } from '../../engine/metrics.js';
 import type { Timer } from '../../ports/timer.js';
 import {
+  CONNECTIONS_FRESH_MS,
   IndexMetrics,
   LAGS_SHOWN,
   MetricsReporter,
@@ -81,6 +82,25 @@ describe('IndexMetrics (the index object)', () => {
     expect(halts(index)).toBe(1);
   });
 
+  it('counts a stream open connections while its object keeps telling them, and none once told 0 or no longer told', async () => {
+    let now = 1_000_000;
+    const index = new IndexMetrics(await MemoryStorage.create(), () => now);
+    index.apply(report({ connections: 2 }));
+    index.apply(report({ streamId: 's2', connections: 1 }));
+    expect(index.totals(0).connections).toBe(3);
+    index.apply(report({ streamId: 's2', seq: 2, connections: 0 }));
+    expect(index.totals(0).connections).toBe(2);
+    // s1's object went away: its count is dropped once it is older than CONNECTIONS_FRESH_MS.
+    now += CONNECTIONS_FRESH_MS;
+    expect(index.totals(0).connections).toBe(2);
+    now += 1;
+    expect(index.totals(0).connections).toBe(0);
+    index.apply(report({ seq: 2, connections: 1 }));
+    expect(index.totals(0).connections).toBe(1);
+    index.forget('s1');
+    expect(index.totals(0).connections).toBe(0);
+  });
+
   it('lists the projects registered with it, the deployment-wide one (null) included', async () => {
     const index = new IndexMetrics(await MemoryStorage.create());
     index.registerProject('shop');
@@ -136,7 +156,7 @@ function reporterSetup(over: Partial<ReporterPorts> = {}) {
   const timer = new ManualTimer();
   const metrics = createServerMetrics();
   const sent: MetricsReport[] = [];
-  const subject = { streamId: 's1', path: '/a', head: 4, lags: [{ key: 'k', lag: 0 }] };
+  const subject = { streamId: 's1', path: '/a', head: 4, lags: [{ key: 'k', lag: 0 }], connections: 0 };
   let failSends = 0;
   const log: string[] = [];
   const ports: ReporterPorts = {
@@ -242,6 +262,20 @@ describe('MetricsReporter (a stream object)', () => {
     expect(sent[1]!.facts).toEqual([halt(10)]);
   });
 
+  it('tells open connections every interval while there are any, then 0 once, then nothing', async () => {
+    const { reporter, sent, subject, tick, timer } = reporterSetup();
+    subject.connections = 1;
+    reporter.poke();
+    await tick();
+    await tick();
+    expect(sent.map((r) => r.connections)).toEqual([1, 1]);
+    subject.connections = 0;
+    await tick();
+    await tick();
+    expect(sent.map((r) => r.connections)).toEqual([1, 1, 0]);
+    expect(timer.due).toHaveLength(0);
+  });
+
   it('reports nothing while the object holds no stream', async () => {
     const { reporter, metrics, sent, tick } = reporterSetup({ subject: () => null });
     metrics.deliveries.inc({ action: 'webhook-post', outcome: 'ok' });
@@ -258,11 +292,11 @@ describe('applyRollup (the entry)', () => {
     applyRollup(metrics, [
       {
         project: null,
-        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 2 }], histograms: [latency], halted: 1, lags: [{ path: '/a', key: 'k', lag: 3 }] },
+        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 2 }], histograms: [latency], halted: 1, lags: [{ path: '/a', key: 'k', lag: 3 }], connections: 1 },
       },
       {
         project: 'shop',
-        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 1 }], histograms: [latency], halted: 2, lags: [{ path: '/b', key: 'j', lag: 9 }] },
+        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 1 }], histograms: [latency], halted: 2, lags: [{ path: '/b', key: 'j', lag: 9 }], connections: 2 },
       },
     ]);
     const text = metrics.registry.render();
@@ -270,6 +304,7 @@ describe('applyRollup (the entry)', () => {
     expect(text).toContain('rivulet_subscription_halts_total{action="copy-to-stream"} 0\n');
     expect(text).toContain('rivulet_subscription_skips_total{action="webhook-post"} 0\n');
     expect(text).toContain('rivulet_subscriptions_halted 3\n');
+    expect(text).toContain('rivulet_live_connections 3\n');
     expect(text).toContain('rivulet_delivery_latency_seconds_count{action="webhook-post"} 2\n');
     expect(text).toContain('rivulet_subscription_lag_events{key="j",project="shop",stream="/b"} 9\nrivulet_subscription_lag_events{key="k",project="",stream="/a"} 3\n');
   });

@@ -8,7 +8,9 @@
  * - `MetricsReporter`, in a stream object: at most one report per interval while its figures move
  *   (the commits, calls and alarms of the object poke it; a quiet interval ends the reports), each
  *   carrying what changed since the last one — counter and histogram deltas of the object's own
- *   registry, the halts and skips committed to its log, its subscriptions' lags.
+ *   registry, the halts and skips committed to its log, its subscriptions' lags — and, every
+ *   interval while any is open, its count of live connections (which die with the object, so the
+ *   index counts a stream's only while it keeps hearing of them).
  * - `IndexMetrics`, in the index object: applies reports once each and answers the project's totals.
  * - `applyRollup`, in the entry: folds every project's totals into the families /metrics renders.
  *
@@ -70,6 +72,8 @@ export interface MetricsReport {
   latency: HistogramDelta[];
   /** The stream's subscription lags (replacing the last ones), or absent when unchanged. */
   lags?: Array<{ key: string; lag: number }>;
+  /** The stream's open live connections and waits: sent when it changed, and every interval while above 0. */
+  connections?: number;
 }
 
 /** A project's totals as its index answers them. */
@@ -78,6 +82,7 @@ export interface ProjectMetrics {
   histograms: Array<{ name: string; labels: string; counts: number[]; sum: number; count: number }>;
   halted: number;
   lags: Array<{ path: string; key: string; lag: number }>;
+  connections: number;
 }
 
 /** The counted fact an event is, if it is one (a copy of one is data of its stream, not a fact of it). */
@@ -101,8 +106,8 @@ export interface ReporterPorts {
   intervalMs?: number;
   /** The object's own registry (its engine counts deliveries there). */
   metrics: ServerMetrics;
-  /** The stream's lifetime, head and lags now, or null when it has none. */
-  subject(): { streamId: string; path: string; head: number; lags: Array<{ key: string; lag: number }> } | null;
+  /** The stream's lifetime, head, lags and open connections now, or null when it has none. */
+  subject(): { streamId: string; path: string; head: number; lags: Array<{ key: string; lag: number }>; connections: number } | null;
   /** The halts and skips of the current lifetime's log after `afterOffset`, through its head. */
   scan(afterOffset: number): CountedFact[];
   /** The offset through which the index counted the facts of `streamId`. */
@@ -127,6 +132,7 @@ export class MetricsReporter {
   private readonly sentDeliveries = new Map<string, number>();
   private readonly sentLatency = new Map<string, HistogramSeries>();
   private sentLags: string | undefined;
+  private sentConnections = 0;
 
   constructor(private readonly ports: ReporterPorts) {}
 
@@ -188,7 +194,10 @@ export class MetricsReporter {
     const latency = this.histogramDeltas();
     const lagsText = JSON.stringify(subject.lags);
     const lagsChanged = lagsText !== this.sentLags;
-    if (facts.length === 0 && deliveries.length === 0 && latency.length === 0 && !lagsChanged) return null;
+    // Open connections are told every interval: a count the index stops hearing about is dropped
+    // (the object went away, and its connections with it).
+    const connectionsDue = subject.connections !== this.sentConnections || subject.connections > 0;
+    if (facts.length === 0 && deliveries.length === 0 && latency.length === 0 && !lagsChanged && !connectionsDue) return null;
     // The deltas are now the report's: the baselines move, and the report is sent until acknowledged.
     for (const d of deliveries) this.sentDeliveries.set(d.labels, (this.sentDeliveries.get(d.labels) ?? 0) + d.by);
     for (const h of latency) {
@@ -196,6 +205,7 @@ export class MetricsReporter {
       this.sentLatency.set(h.labels, sent ? add(sent, h) : { counts: [...h.counts], sum: h.sum, count: h.count });
     }
     this.sentLags = lagsText;
+    this.sentConnections = subject.connections;
     this.facts = [];
     known.through = Math.max(known.through, subject.head);
     return {
@@ -208,6 +218,7 @@ export class MetricsReporter {
       deliveries,
       latency,
       ...(lagsChanged ? { lags: subject.lags } : {}),
+      ...(connectionsDue ? { connections: subject.connections } : {}),
     };
   }
 
@@ -236,9 +247,15 @@ function add(a: HistogramSeries, b: HistogramSeries): HistogramSeries {
   return { counts: a.counts.map((c, i) => c + (b.counts[i] ?? 0)), sum: a.sum + b.sum, count: a.count + b.count };
 }
 
+/** A stream's count of open connections is counted while its object told it this recently. */
+export const CONNECTIONS_FRESH_MS = 3 * METRICS_REPORT_INTERVAL_MS;
+
 /** The index object's side: the project's totals, in its SQLite. */
 export class IndexMetrics {
-  constructor(private readonly storage: SqlStorage) {
+  constructor(
+    private readonly storage: SqlStorage,
+    private readonly now: () => number = Date.now,
+  ) {
     // Per stream lifetime: the last report applied (by reporter and sequence) and the offset
     // through which its halts and skips were counted.
     storage.run(
@@ -251,6 +268,7 @@ export class IndexMetrics {
     storage.run(`CREATE TABLE IF NOT EXISTS metric_lags (stream_id TEXT NOT NULL, path TEXT NOT NULL, key TEXT NOT NULL, lag INTEGER NOT NULL, PRIMARY KEY (stream_id, key))`);
     // The largest lags are read in order, without sorting every row.
     storage.run(`CREATE INDEX IF NOT EXISTS metric_lags_by_lag ON metric_lags (lag)`);
+    storage.run(`CREATE TABLE IF NOT EXISTS metric_connections (stream_id TEXT PRIMARY KEY, count INTEGER NOT NULL, at INTEGER NOT NULL)`);
     // In the deployment's registry object only: the projects whose indexes hold figures.
     storage.run(`CREATE TABLE IF NOT EXISTS metric_projects (project TEXT PRIMARY KEY)`);
   }
@@ -282,6 +300,10 @@ export class IndexMetrics {
           this.storage.run(`INSERT INTO metric_lags (stream_id, path, key, lag) VALUES (?, ?, ?, ?)`, report.streamId, report.path, l.key, l.lag);
         }
       }
+      if (report.connections === 0) this.storage.run(`DELETE FROM metric_connections WHERE stream_id = ?`, report.streamId);
+      else if (report.connections !== undefined) {
+        this.storage.run(`INSERT OR REPLACE INTO metric_connections (stream_id, count, at) VALUES (?, ?, ?)`, report.streamId, report.connections, this.now());
+      }
       this.storage.run(
         `INSERT OR REPLACE INTO metric_streams (stream_id, reporter, seq, through) VALUES (?, ?, ?, ?)`,
         report.streamId,
@@ -297,6 +319,7 @@ export class IndexMetrics {
   forget(streamId: string): void {
     this.storage.run(`DELETE FROM metric_lags WHERE stream_id = ?`, streamId);
     this.storage.run(`DELETE FROM metric_streams WHERE stream_id = ?`, streamId);
+    this.storage.run(`DELETE FROM metric_connections WHERE stream_id = ?`, streamId);
   }
 
   private addCounter(name: string, labels: string, by: number): void {
@@ -334,6 +357,7 @@ export class IndexMetrics {
         .map((r) => ({ ...r, counts: JSON.parse(r.counts) as number[] })),
       halted,
       lags: this.storage.exec<{ path: string; key: string; lag: number }>(`SELECT path, key, lag FROM metric_lags ORDER BY lag DESC LIMIT ?`, LAGS_SHOWN),
+      connections: this.storage.exec<{ n: number }>(`SELECT coalesce(sum(count), 0) AS n FROM metric_connections WHERE at >= ?`, this.now() - CONNECTIONS_FRESH_MS)[0]!.n,
     };
   }
 
@@ -348,13 +372,14 @@ export class IndexMetrics {
 
 /**
  * Folds every project's totals into the entry's families: the halt, skip and delivery counters,
- * the latency histogram, the halted gauge and the largest lags. These families count nothing in
+ * the latency histogram, the halted and live-connection gauges and the largest lags. These families count nothing in
  * the entry itself, so the roll-up replaces what they hold.
  */
 export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ project: string | null; totals: ProjectMetrics }>): void {
   const counters = new Map<string, Map<string, number>>();
   const histograms = new Map<string, HistogramSeries>();
   let halted = 0;
+  let connections = 0;
   const lags: Array<{ labels: Record<string, string>; value: number }> = [];
   for (const { project, totals } of projects) {
     for (const c of totals.counters) {
@@ -368,6 +393,7 @@ export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ pr
       histograms.set(h.labels, sum ? add(sum, h) : { counts: [...h.counts], sum: h.sum, count: h.count });
     }
     halted += totals.halted;
+    connections += totals.connections;
     for (const l of totals.lags) lags.push({ labels: { project: project ?? '', stream: l.path, key: l.key }, value: l.lag });
   }
   const replace = (counter: { values: Map<string, number> }, name: string, zeroes: boolean) => {
@@ -381,6 +407,7 @@ export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ pr
   metrics.deliveryLatency.series.clear();
   for (const [labels, s] of histograms) metrics.deliveryLatency.series.set(labels, s);
   metrics.subscriptionsHalted.collect = () => [{ labels: {}, value: halted }];
+  metrics.liveConnections.collect = () => [{ labels: {}, value: connections }];
   lags.sort((a, b) => b.value - a.value);
   const shown = lags.slice(0, LAGS_SHOWN);
   metrics.subscriptionLag.collect = () => shown;

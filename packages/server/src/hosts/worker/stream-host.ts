@@ -158,7 +158,7 @@ export class StreamHost {
         if (!actor || !state) return null;
         const runtime = actor.runtimeState();
         const lags = Object.entries(runtime?.subscriptions ?? {}).map(([key, r]) => ({ key, lag: r.lag }));
-        return { streamId: state.streamId, path: actor.path, head: actor.durableHead, lags };
+        return { streamId: state.streamId, path: actor.path, head: actor.durableHead, lags, connections: this.engine.service.connections.size };
       },
       scan: (afterOffset) => {
         const actor = this.actorIfBound();
