@@ -276,6 +276,37 @@ describe('MetricsReporter (a stream object)', () => {
     expect(timer.due).toHaveLength(0);
   });
 
+  it('a stream without subscriptions or connections never calls its index', async () => {
+    let marks = 0;
+    const { reporter, sent, subject, tick } = reporterSetup({ mark: async () => ++marks });
+    subject.lags = [];
+    subject.head = 50;
+    reporter.committed('s1', [{ ...haltAt(3), type: 'app/x' }], () => undefined);
+    await tick();
+    await tick();
+    expect([marks, sent.length]).toEqual([0, 0]);
+    // A connection opens: it is told, without asking for the mark (there is nothing to count).
+    subject.connections = 1;
+    reporter.poke();
+    await tick();
+    expect(marks).toBe(0);
+    expect(sent).toEqual([expect.objectContaining({ through: 0, facts: [], connections: 1 })]);
+  });
+
+  it('drops a report of a destroyed lifetime that the index did not take', async () => {
+    const { reporter, metrics, sent, subject, tick, failNext } = reporterSetup();
+    metrics.deliveries.inc({ action: 'webhook-post', outcome: 'ok' });
+    failNext(1);
+    reporter.poke();
+    await tick();
+    await reporter.forget('s1');
+    subject.streamId = 's2';
+    subject.lags = [];
+    await tick();
+    // Without forget the failed report of s1 would be sent again here.
+    expect(sent.map((r) => r.streamId)).not.toContain('s1');
+  });
+
   it('reports nothing while the object holds no stream', async () => {
     const { reporter, metrics, sent, tick } = reporterSetup({ subject: () => null });
     metrics.deliveries.inc({ action: 'webhook-post', outcome: 'ok' });

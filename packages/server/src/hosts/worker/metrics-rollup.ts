@@ -131,7 +131,8 @@ export class MetricsReporter {
   private known: { streamId: string; through: number } | null = null;
   private readonly sentDeliveries = new Map<string, number>();
   private readonly sentLatency = new Map<string, HistogramSeries>();
-  private sentLags: string | undefined;
+  /** The lags last sent (none at first: a stream without subscriptions sends none). */
+  private sentLags = '[]';
   private sentConnections = 0;
 
   constructor(private readonly ports: ReporterPorts) {}
@@ -152,6 +153,18 @@ export class MetricsReporter {
       this.armed = null;
       void this.flush();
     });
+  }
+
+  /**
+   * The lifetime `streamId` was destroyed: a report of it not yet taken is dropped (its lags must
+   * not come back after the index forgot them). Settles once no report of it is under way.
+   */
+  forget(streamId: string): Promise<void> {
+    this.facts = this.facts.filter((f) => f.streamId !== streamId);
+    this.chain = this.chain.then(() => {
+      if (this.pending?.streamId === streamId) this.pending = null;
+    });
+    return this.chain;
   }
 
   /** Reports now what is owed (one report at a time); settles when it was sent or failed. */
@@ -178,7 +191,9 @@ export class MetricsReporter {
   private async next(): Promise<MetricsReport | null> {
     let subject = this.ports.subject();
     if (subject === null) return null;
-    if (this.known?.streamId !== subject.streamId) {
+    // Only a stream with subscriptions has halts and skips to count: the others never ask.
+    const counts = subject.lags.length > 0 || this.facts.some((f) => f.streamId === subject!.streamId);
+    if (counts && this.known?.streamId !== subject.streamId) {
       const through = await this.ports.mark(subject.streamId);
       subject = this.ports.subject();
       if (subject === null) return null;
@@ -188,8 +203,10 @@ export class MetricsReporter {
       this.known = { streamId: subject.streamId, through };
     }
     const { streamId } = subject;
-    const known = this.known!;
-    const facts = this.facts.filter((f) => f.streamId === streamId && f.offset > known.through).map(({ offset, kind, action }) => ({ offset, kind, action }));
+    const known = this.known?.streamId === streamId ? this.known : null;
+    const facts = known
+      ? this.facts.filter((f) => f.streamId === streamId && f.offset > known.through).map(({ offset, kind, action }) => ({ offset, kind, action }))
+      : [];
     const deliveries = this.counterDeltas();
     const latency = this.histogramDeltas();
     const lagsText = JSON.stringify(subject.lags);
@@ -207,13 +224,14 @@ export class MetricsReporter {
     this.sentLags = lagsText;
     this.sentConnections = subject.connections;
     this.facts = [];
-    known.through = Math.max(known.through, subject.head);
+    if (known) known.through = Math.max(known.through, subject.head);
     return {
       streamId,
       path: subject.path,
       reporter: this.reporter,
       seq: ++this.seq,
-      through: known.through,
+      // Without the index's mark nothing was counted here: the mark stays where it is.
+      through: known ? known.through : 0,
       facts,
       deliveries,
       latency,

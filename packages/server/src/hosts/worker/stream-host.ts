@@ -315,6 +315,7 @@ export class StreamHost {
     if (streamId !== undefined) await this.reporter.flush();
     const destroyed = await this.engine.service.destroy(projectId, path);
     if (!destroyed || streamId === undefined) return destroyed;
+    await this.reporter.forget(streamId);
     await this.deps.exclusive(async () => {
       await this.deps.storage.deleteAll();
       await this.deps.storage.deleteAlarm();
