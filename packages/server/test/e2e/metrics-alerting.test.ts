@@ -52,13 +52,18 @@ const count = (text: string, histogram: string, labels: Record<string, string> =
 
 /**
  * The first scrape of `on` where `ready` holds. The Node host counts in the process that answers
- * /metrics (the first scrape holds); the Worker host's stream objects report within a second.
+ * /metrics (the first scrape holds); the Worker host's stream objects report within a second, so
+ * the bound leaves room for a loaded machine.
  */
 async function scrapeUntil(on: Api, ready: (text: string) => boolean, what: string): Promise<string> {
-  return eventually(async () => {
-    const text = await scrape(on);
-    return ready(text) ? text : undefined;
-  }, what);
+  return eventually(
+    async () => {
+      const text = await scrape(on);
+      return ready(text) ? text : undefined;
+    },
+    what,
+    10_000,
+  );
 }
 
 const webhook = (key: string, path: string, onFailingEvent: 'halt' | 'skip') =>
