@@ -17,6 +17,7 @@ import {
   MetricsReporter,
   applyRollup,
   countedFact,
+  scanFacts,
   type CountedFact,
   type MetricsReport,
   type ReporterPorts,
@@ -126,6 +127,36 @@ describe('countedFact', () => {
     expect(countedFact(event({ type: 'app/x' }), actionOf)).toBeUndefined();
     expect(countedFact(event({ source: { copiedFrom: { streamPath: '/s', offset: 1 } } } as never), actionOf)).toBeUndefined();
     expect(countedFact(event({ payload: { subscriptionKey: 'unknown' } }), actionOf)).toBeUndefined();
+  });
+});
+
+describe('scanFacts', () => {
+  const stored = (offset: number, over: Partial<CommittedEvent> = {}) => ({
+    offset,
+    json: JSON.stringify({ path: '/a', offset, type: EventType.subscriptionDeliveryHalted, payload: { subscriptionKey: 'k' }, createdAt: 'x', ...over }),
+  });
+  const log = [stored(2), stored(3, { type: EventType.errorOccurred, idempotencyKey: `${INTERNAL_IDEMPOTENCY_PREFIX}condition:x` }), stored(5), stored(8), stored(9)];
+  const reads: Array<[number, number]> = [];
+  const read = (after: number, limit: number) => {
+    reads.push([after, limit]);
+    return log.filter((e) => e.offset > after).slice(0, limit);
+  };
+
+  it('reads page after page until a short one, keeping only the facts', () => {
+    reads.length = 0;
+    expect(scanFacts(read, 0, () => 'copy-to-stream', 2).map((f) => f.offset)).toEqual([2, 5, 8, 9]);
+    // Pages of 2: [2, 3], [5, 8], then [9] is short and ends the scan.
+    expect(reads).toEqual([
+      [0, 2],
+      [3, 2],
+      [8, 2],
+    ]);
+  });
+
+  it('stops after one page when it is short, and starts after the mark', () => {
+    reads.length = 0;
+    expect(scanFacts(read, 5, () => 'copy-to-stream').map((f) => f.offset)).toEqual([8, 9]);
+    expect(reads).toEqual([[5, 1_000]]);
   });
 });
 

@@ -100,6 +100,31 @@ export function countedFact(event: CommittedEvent, actionOf: (subscriptionKey: s
 /** The event types countedFact looks at (for a scan of the log). */
 export const COUNTED_TYPES: readonly string[] = [EventType.subscriptionDeliveryHalted, EventType.errorOccurred];
 
+/** Events read from the log per page by scanFacts. */
+export const SCAN_PAGE = 1_000;
+
+/**
+ * The halts and skips of a log after `afterOffset`: `read` answers up to `limit` events of
+ * COUNTED_TYPES after an offset, in offset order, as stored JSON; pages follow until one is short.
+ */
+export function scanFacts(
+  read: (afterOffset: number, limit: number) => ReadonlyArray<{ offset: number; json: string }>,
+  afterOffset: number,
+  actionOf: (subscriptionKey: string) => string | undefined,
+  page = SCAN_PAGE,
+): CountedFact[] {
+  const facts: CountedFact[] = [];
+  for (let after = afterOffset; ; ) {
+    const events = read(after, page);
+    for (const raw of events) {
+      const fact = countedFact(JSON.parse(raw.json) as CommittedEvent, actionOf);
+      if (fact) facts.push(fact);
+    }
+    if (events.length < page) return facts;
+    after = events[events.length - 1]!.offset;
+  }
+}
+
 /** What the reporter reads of its stream object. */
 export interface ReporterPorts {
   timer: Timer;

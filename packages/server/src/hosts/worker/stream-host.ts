@@ -19,7 +19,6 @@
  */
 import {
   EventType,
-  type CommittedEvent,
   RivuletError,
   canonicalizePath,
   type DeliveryAttemptsResponse,
@@ -51,7 +50,7 @@ import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, 
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { fetchOutbound } from './outbound.js';
-import { COUNTED_TYPES, MetricsReporter, countedFact, type CountedFact } from './metrics-rollup.js';
+import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-rollup.js';
 import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
@@ -162,18 +161,10 @@ export class StreamHost {
       },
       scan: (afterOffset) => {
         const actor = this.actorIfBound();
-        const facts: CountedFact[] = [];
-        if (!actor) return facts;
-        const page = 1_000;
-        for (let after = afterOffset; ; ) {
-          const { events } = actor.readRaw({ afterOffset: after, limit: page, includeEphemeral: false, eventTypes: COUNTED_TYPES });
-          for (const raw of events) {
-            const fact = countedFact(JSON.parse(raw.json) as CommittedEvent, (key) => actionOf(actor, key));
-            if (fact) facts.push(fact);
-          }
-          if (events.length < page) return facts;
-          after = events[events.length - 1]!.offset;
-        }
+        if (!actor) return [];
+        const read = (after: number, limit: number) =>
+          actor.readRaw({ afterOffset: after, limit, includeEphemeral: false, eventTypes: COUNTED_TYPES }).events;
+        return scanFacts(read, afterOffset, (key) => actionOf(actor, key));
       },
       mark: (streamId) => unwrap('the stream index', () => index().metricsMark(this.identity?.projectId ?? null, streamId)),
       send: (report) => unwrap('the stream index', () => index().reportMetrics(this.identity?.projectId ?? null, report)),
