@@ -43,6 +43,7 @@ const workerE2e = [
   'metrics-alerting',
   'durable-streams',
   'durable-streams-errors',
+  'durable-streams-cors',
   'durable-streams-interop',
   'subscriptions-listing',
   'subscriptions-attempts',

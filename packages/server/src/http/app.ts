@@ -146,18 +146,18 @@ export function createApp(options: AppOptions): Hono {
     }
     let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
     let errorCode: ErrorCode | undefined;
-    // A preflight a hook answers (cors.ts) is answered for every path, before authentication.
-    const preflight = c.req.method === 'OPTIONS' ? hooks.preflight?.(headerReader(c.req.raw, incomingOf(c))) : undefined;
+    // A preflight a hook answers (cors.ts) is answered for every path, before authentication, the
+    // Durable Streams routes' included (their CORS family is one of the hook's).
+    const preflight = c.req.method === 'OPTIONS' ? hooks.preflight?.(headerReader(c.req.raw, incomingOf(c)), rawPath) : undefined;
     try {
-      if (rawPath.startsWith(DS_PREFIX)) {
-        // The Durable Streams protocol answers in its own terms, its CORS included, so before the
-        // shared preflight (docs/durable-streams.md).
-        route = `${c.req.method} ${DS_PREFIX}{name}`;
-        c.res = await answerDurableStreams(c.req.raw, headerReader(c.req.raw, incomingOf(c)), rawPath);
-      } else if (preflight !== undefined) {
+      if (preflight !== undefined) {
         route = PREFLIGHT_ROUTE;
         if ('refused' in preflight) throw preflight.refused;
         c.res = new Response(null, { status: 204, headers: preflight.headers as [string, string][] });
+      } else if (rawPath.startsWith(DS_PREFIX)) {
+        // The Durable Streams protocol answers in its own terms (docs/durable-streams.md).
+        route = `${c.req.method} ${DS_PREFIX}{name}`;
+        c.res = await answerDurableStreams(c.req.raw, headerReader(c.req.raw, incomingOf(c)), rawPath);
       } else if (isStream) {
         const address = parseStreamAddress(rawPath);
         route = routeTemplate(c.req.method, address, methods);

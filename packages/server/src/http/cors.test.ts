@@ -75,6 +75,38 @@ describe('corsHook', () => {
     ]);
   });
 
+  it('a family with a path prefix governs its paths alone, by path for preflights and by route for answers', () => {
+    const prefixed = { pathPrefix: '/v1/stream/', methods: ['PUT'], requestHeaders: ['stream-seq'], exposedHeaders: ['stream-next-offset'] };
+    const hook = corsHook({ origins: ['https://a.example'] }, [API_CORS, prefixed]);
+    const asking = (method: string, headers = '') =>
+      plainHeaders({ origin: 'https://a.example', 'access-control-request-method': method, 'access-control-request-headers': headers });
+    expect(hook.preflight!(asking('PUT', 'stream-seq'), '/v1/stream/a')).toEqual({
+      headers: [
+        ['access-control-allow-methods', 'PUT'],
+        ['access-control-allow-headers', 'stream-seq'],
+        ['access-control-max-age', '7200'],
+      ],
+    });
+    // The other families do not reach under the prefix, nor the prefixed one outside it.
+    expect(hook.preflight!(asking('GET'), '/v1/stream/a')).toMatchObject({ refused: { code: 'FORBIDDEN', message: 'method "GET" is not allowed cross-origin (allowed: PUT)' } });
+    expect(hook.preflight!(asking('PUT'), '/v1/streams/a')).toMatchObject({ refused: { code: 'FORBIDDEN' } });
+    expect(hook.preflight!(asking('PUT'))).toMatchObject({ refused: { code: 'FORBIDDEN' } });
+    expect(hook.preflight!(asking('POST', 'idempotency-key'), '/v1/streams/a')).toMatchObject({ headers: expect.anything() });
+    const request = plainHeaders({ origin: 'https://a.example' });
+    const exposed = (route: string, method = 'GET') => hook.answerHeaders!({ ...answered, method, route }, request)?.find(([name]) => name === 'access-control-expose-headers');
+    expect(exposed('GET /v1/stream/{name}')).toEqual(['access-control-expose-headers', 'stream-next-offset']);
+    expect(exposed('POST /v1/stream/{name}', 'POST')).toEqual(['access-control-expose-headers', 'stream-next-offset']);
+    expect(exposed('GET /v1/streams/{path}')).toEqual(['access-control-expose-headers', 'etag']);
+    expect(exposed('OPTIONS {preflight}', 'OPTIONS')).toEqual(['access-control-expose-headers', 'etag']);
+  });
+
+  it('the server families by default: the API and the Durable Streams routes', () => {
+    const hook = corsHook({ origins: ['*'] });
+    const put = plainHeaders({ origin: 'https://x.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'producer-id' });
+    expect(hook.preflight!(put, '/v1/stream/a')).toMatchObject({ headers: [['access-control-allow-methods', 'GET, HEAD, POST, PUT, DELETE'], expect.anything(), expect.anything()] });
+    expect(hook.preflight!(put, '/v1/streams/a')).toMatchObject({ refused: { code: 'FORBIDDEN' } });
+  });
+
   it('leaves OPTIONS without Origin or Access-Control-Request-Method to the routes', () => {
     const hook = corsHook({ origins: ['https://a.example'] });
     expect(hook.preflight!(plainHeaders({ 'access-control-request-method': 'GET' }))).toBeUndefined();

@@ -12,12 +12,15 @@
  * - `*` is accepted with tokens configured only when asked for explicitly
  *   (`allowAnyOriginWithTokens`): any web page could then drive the API with a token it holds.
  *
- * Route families that need more (other methods, other header fields) pass their own `CorsFamily`
- * to `corsHook`: the hook answers the union of all of them.
+ * Route families that need other methods or header fields have their own `CorsFamily`. A family
+ * with a `pathPrefix` governs the paths under it (the Durable Streams routes,
+ * durable-streams/cors.ts); the families without one govern every other path, as their union.
+ * `corsHook` serves them all by default, so the one configuration governs every route.
  */
 import { RivuletError } from '@rivulet/contract';
 import type { HeaderReader } from './request-headers.js';
 import type { AnswerHeaders, Preflight, RequestHook } from './request-hooks.js';
+import { DURABLE_STREAMS_CORS } from './durable-streams/cors.js';
 
 export interface CorsConfig {
   /** Allowed origins, each `scheme://host[:port]` as `parseCorsOrigins` normalised it, or `["*"]`. */
@@ -28,6 +31,11 @@ export interface CorsConfig {
 
 /** What one family of routes lets a cross-origin caller do (lower-case header names). */
 export interface CorsFamily {
+  /**
+   * The paths this family alone governs (those starting with it, as sent), e.g. `/v1/stream/`.
+   * Without it, the family governs every path no family with a prefix claims.
+   */
+  readonly pathPrefix?: string;
   readonly methods: readonly string[];
   /** Request header fields beyond the CORS-safelisted ones. */
   readonly requestHeaders: readonly string[];
@@ -95,43 +103,74 @@ function union(families: readonly CorsFamily[], pick: (family: CorsFamily) => re
   return [...new Set(families.flatMap(pick))];
 }
 
+/** Every family of this server's routes: what the hosts give `corsHook`. */
+export const SERVER_CORS_FAMILIES: readonly CorsFamily[] = [API_CORS, DURABLE_STREAMS_CORS];
+
+/** One governed set of paths: what a preflight may ask there and what its answers expose. */
+interface Scope {
+  readonly methods: readonly string[];
+  readonly requestHeaders: readonly string[];
+  readonly allowedRequestHeaders: ReadonlySet<string>;
+  readonly preflightFields: AnswerHeaders;
+  /** The fields of an answer to an allowed origin, by origin; `*` under `any`. */
+  readonly byOrigin: ReadonlyMap<string, AnswerHeaders>;
+}
+
 /** The hook answering CORS for `config` (checked with `checkCorsConfig` first). */
-export function corsHook(config: CorsConfig, families: readonly CorsFamily[] = [API_CORS]): RequestHook {
-  const methods = union(families, (f) => f.methods);
-  const requestHeaders = union(families, (f) => f.requestHeaders);
-  const allowedRequestHeaders = new Set([...requestHeaders, ...SAFELISTED_REQUEST_HEADERS]);
-  const exposed = union(families, (f) => f.exposedHeaders).join(', ');
-  const preflightFields: AnswerHeaders = [
-    ['access-control-allow-methods', methods.join(', ')],
-    ['access-control-allow-headers', requestHeaders.join(', ')],
-    ['access-control-max-age', String(PREFLIGHT_MAX_AGE_SECONDS)],
-  ];
+export function corsHook(config: CorsConfig, families: readonly CorsFamily[] = SERVER_CORS_FAMILIES): RequestHook {
   const any = config.origins.includes('*');
   const allowed = new Set(config.origins);
-  const fieldsFor = (origin: string): AnswerHeaders => [
-    ['access-control-allow-origin', origin],
-    ...(any ? [] : [['vary', 'origin'] as const]),
-    ...(exposed === '' ? [] : [['access-control-expose-headers', exposed] as const]),
-  ];
-  // Constant arrays per origin: answerHeaders runs on every request (request-hooks.ts).
-  const byOrigin = new Map<string, AnswerHeaders>(any ? [] : config.origins.map((origin) => [origin, fieldsFor(origin)]));
-  const anyFields = fieldsFor('*');
+  const scopeOf = (members: readonly CorsFamily[]): Scope => {
+    const methods = union(members, (f) => f.methods);
+    const requestHeaders = union(members, (f) => f.requestHeaders);
+    const exposed = union(members, (f) => f.exposedHeaders).join(', ');
+    const fieldsFor = (origin: string): AnswerHeaders => [
+      ['access-control-allow-origin', origin],
+      ...(any ? [] : [['vary', 'origin'] as const]),
+      ...(exposed === '' ? [] : [['access-control-expose-headers', exposed] as const]),
+    ];
+    return {
+      methods,
+      requestHeaders,
+      allowedRequestHeaders: new Set([...requestHeaders, ...SAFELISTED_REQUEST_HEADERS]),
+      preflightFields: [
+        ['access-control-allow-methods', methods.join(', ')],
+        ['access-control-allow-headers', requestHeaders.join(', ')],
+        ['access-control-max-age', String(PREFLIGHT_MAX_AGE_SECONDS)],
+      ],
+      // Constant arrays per origin: answerHeaders runs on every request (request-hooks.ts).
+      byOrigin: new Map(any ? [['*', fieldsFor('*')]] : config.origins.map((origin) => [origin, fieldsFor(origin)])),
+    };
+  };
+  const rest = scopeOf(families.filter((f) => f.pathPrefix === undefined));
+  const prefixed = families.flatMap((f) => (f.pathPrefix === undefined ? [] : [{ prefix: f.pathPrefix, scope: scopeOf([f]) }]));
+  const scopeAt = (path: string | undefined): Scope => {
+    if (path !== undefined) for (const p of prefixed) if (path.startsWith(p.prefix)) return p.scope;
+    return rest;
+  };
+  /** A route label is `METHOD TEMPLATE` (request-hooks.ts); the template starts with the path's fixed part. */
+  const scopeOfRoute = (answered: { method: string; route: string }): Scope => {
+    if (prefixed.length === 0) return rest;
+    const { method, route } = answered;
+    return scopeAt(route.startsWith(method) && route.charCodeAt(method.length) === 32 ? route.slice(method.length + 1) : route);
+  };
   const varyOnly: AnswerHeaders = [['vary', 'origin']];
   const isAllowed = (origin: string): boolean => any || allowed.has(origin);
 
   return {
-    answerHeaders(_answered, request: HeaderReader) {
-      if (any) return request.get('origin') === null ? undefined : anyFields;
+    answerHeaders(answered, request: HeaderReader) {
       const origin = request.get('origin');
-      return (origin === null ? undefined : byOrigin.get(origin)) ?? varyOnly;
+      if (any) return origin === null ? undefined : scopeOfRoute(answered).byOrigin.get('*');
+      return (origin === null ? undefined : scopeOfRoute(answered).byOrigin.get(origin)) ?? varyOnly;
     },
-    preflight(request: HeaderReader): Preflight | undefined {
+    preflight(request: HeaderReader, path?: string): Preflight | undefined {
       const origin = request.get('origin');
       const method = request.get('access-control-request-method');
       if (origin === null || method === null) return undefined;
       if (!isAllowed(origin)) {
         return { refused: new RivuletError('FORBIDDEN', `cross-origin requests from ${JSON.stringify(origin)} are not allowed on this server`) };
       }
+      const { methods, requestHeaders, allowedRequestHeaders, preflightFields } = scopeAt(path);
       if (!methods.includes(method)) {
         return { refused: new RivuletError('FORBIDDEN', `method ${JSON.stringify(method)} is not allowed cross-origin (allowed: ${methods.join(', ')})`) };
       }

@@ -40,9 +40,9 @@ export interface RequestHook {
   /**
    * An `OPTIONS` request this hook answers itself (a CORS preflight, cors.ts), or undefined to
    * leave it to the routes. Called before routing and authentication; the answer still passes
-   * `answerHeaders` and `onAnswered` like any other.
+   * `answerHeaders` and `onAnswered` like any other. `path` is the request's path as sent.
    */
-  preflight?(request: HeaderReader): Preflight | undefined;
+  preflight?(request: HeaderReader, path?: string): Preflight | undefined;
 }
 
 /** A hook's answer to an `OPTIONS` request: `204` with these fields, or the error to answer. */
@@ -54,7 +54,7 @@ export interface RequestHooks {
   /** Undefined when no hook adds header fields: entrances then skip the step entirely. */
   readonly answerHeaders: ((answered: AnsweredRequest, request: HeaderReader) => AnswerHeaders | undefined) | undefined;
   /** Undefined when no hook answers `OPTIONS`; else the first hook's answer that is not undefined. */
-  readonly preflight: ((request: HeaderReader) => Preflight | undefined) | undefined;
+  readonly preflight: ((request: HeaderReader, path?: string) => Preflight | undefined) | undefined;
 }
 
 /**
@@ -117,11 +117,11 @@ export function composeRequestHooks(hooks: readonly RequestHook[], logger: Error
   const preflight =
     preflights.length === 0
       ? undefined
-      : (request: HeaderReader): Preflight | undefined => {
+      : (request: HeaderReader, path?: string): Preflight | undefined => {
           for (const answer of preflights) {
             let verdict: Preflight | undefined;
             try {
-              verdict = answer(request);
+              verdict = answer(request, path);
             } catch (error) {
               logger.error('rivulet: a request hook failed', error);
               continue;

@@ -1,7 +1,7 @@
 /**
  * The public Durable Streams conformance suite against the Worker host under Miniflare with a 1 s
- * long-poll (docs/durable-streams.md "Conformance"): prints the count, and fails when fewer than
- * WORKER_MIN_PASSED tests pass or any test outside WORKER_KNOWN_FAILURES fails other than by
+ * long-poll and every origin allowed (RIVULET_CORS_ORIGIN=*, as on Node; docs/durable-streams.md
+ * "Conformance"): prints the count, and fails when fewer than WORKER_MIN_PASSED tests pass or any test outside WORKER_KNOWN_FAILURES fails other than by
  * running out of the suite's own time (Miniflare on a shared machine is slow; the count shows it).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ describe('Durable Streams conformance (Worker host under Miniflare)', () => {
   let host: WorkerTestHost;
 
   beforeAll(async () => {
-    host = await startWorkerHost({ longPollTimeoutMs: LONG_POLL_MS });
+    host = await startWorkerHost({ longPollTimeoutMs: LONG_POLL_MS, cors: { origins: ['*'] } });
   }, 60_000);
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * The public Durable Streams conformance suite against a real `rivulet serve` with a 1 s long-poll
- * (docs/durable-streams.md "Conformance"): prints the count, and fails when fewer than
+ * and `--cors-origin *` (docs/durable-streams.md "Conformance"): prints the count, and fails when fewer than
  * MIN_PASSED tests pass or any test outside KNOWN_FAILURES fails.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +19,8 @@ describe('Durable Streams conformance (rivulet serve)', () => {
 
   beforeAll(async () => {
     data = mkdtempSync(join(tmpdir(), 'rivulet-ds-'));
-    server = await spawnServe(['--data', data, '--long-poll-timeout-ms', String(LONG_POLL_MS)]);
+    // The suite sends a CORS preflight: a public Durable Streams server allows every origin.
+    server = await spawnServe(['--data', data, '--long-poll-timeout-ms', String(LONG_POLL_MS), '--cors-origin', '*']);
   });
 
   afterAll(async () => {

@@ -1,57 +1,53 @@
 /**
- * CORS and the browser security headers of the Durable Streams routes (docs/durable-streams.md
- * "Browsers"). Kept in this one module so that the routes can move to the server-wide CORS hook
- * once there is one; until then every answer under /v1/stream/ gets these fields here.
+ * What browsers need of the Durable Streams routes (docs/durable-streams.md "Browsers"):
+ *
+ * - Their CORS family (`DURABLE_STREAMS_CORS`): the methods and header fields a cross-origin page
+ *   may use under /v1/stream/, and the answer fields it may read. The server-wide CORS hook
+ *   (http/cors.ts) answers for them, so `--cors-origin` governs these routes as it does the rest.
+ * - The security fields the protocol asks of every answer (`addSecurityHeaders`), which are not
+ *   CORS and are sent whatever the CORS configuration.
  */
-import { H } from './wire.js';
+import type { CorsFamily } from '../cors.js';
+import { DS_PREFIX, H } from './wire.js';
 
-const ALLOW_HEADERS = [
-  'content-type',
-  'authorization',
-  'x-project-id',
-  H.seq,
-  H.ttl,
-  H.expiresAt,
-  H.closed,
-  H.producerId,
-  H.producerEpoch,
-  H.producerSeq,
-  H.forkedFrom,
-  H.forkOffset,
-  H.forkSubOffset,
-  'if-none-match',
-].join(', ');
+/** The methods of /v1/stream/{name}, for `Allow` and for CORS. */
+export const DS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] as const;
 
-const EXPOSE_HEADERS = [
-  H.nextOffset,
-  H.cursor,
-  H.upToDate,
-  H.closed,
-  H.ttl,
-  H.expiresAt,
-  H.producerEpoch,
-  H.producerSeq,
-  H.expectedSeq,
-  H.receivedSeq,
-  H.sseEncoding,
-  'etag',
-  'location',
-  'content-type',
-].join(', ');
+export const DURABLE_STREAMS_CORS: CorsFamily = {
+  pathPrefix: DS_PREFIX,
+  methods: DS_METHODS,
+  requestHeaders: [
+    'authorization',
+    'content-type',
+    'x-project-id',
+    'if-none-match',
+    ...[H.seq, H.ttl, H.expiresAt, H.closed, H.producerId, H.producerEpoch, H.producerSeq, H.forkedFrom, H.forkOffset, H.forkSubOffset].map((name) =>
+      name.toLowerCase(),
+    ),
+  ],
+  exposedHeaders: [
+    ...[
+      H.nextOffset,
+      H.cursor,
+      H.upToDate,
+      H.closed,
+      H.ttl,
+      H.expiresAt,
+      H.producerEpoch,
+      H.producerSeq,
+      H.expectedSeq,
+      H.receivedSeq,
+      H.sseEncoding,
+    ].map((name) => name.toLowerCase()),
+    'etag',
+    'location',
+    // Not safelisted when it is not one of the three form types (application/json, text/event-stream).
+    'content-type',
+  ],
+};
 
-/** Adds the CORS and security fields to an answer's headers. */
-export function addBrowserHeaders(headers: Headers): void {
-  headers.set('access-control-allow-origin', '*');
-  headers.set('access-control-allow-methods', 'GET, POST, PUT, DELETE, HEAD, OPTIONS');
-  headers.set('access-control-allow-headers', ALLOW_HEADERS);
-  headers.set('access-control-expose-headers', EXPOSE_HEADERS);
+/** Adds the protocol's security fields to an answer's headers. */
+export function addSecurityHeaders(headers: Headers): void {
   headers.set('x-content-type-options', 'nosniff');
   headers.set('cross-origin-resource-policy', 'cross-origin');
-}
-
-/** The answer to a CORS preflight. */
-export function preflight(): Response {
-  const headers = new Headers({ 'access-control-max-age': '86400' });
-  addBrowserHeaders(headers);
-  return new Response(null, { status: 204, headers });
 }

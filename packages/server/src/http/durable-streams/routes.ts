@@ -1,7 +1,8 @@
 /**
  * The Durable Streams protocol under /v1/stream/ (docs/durable-streams.md): the name after the
  * prefix is the Rivulet stream path of the caller's project, so tokens and projects apply as they
- * do under /v1/streams/. Every answer carries the browser fields of cors.ts.
+ * do under /v1/streams/. Every answer carries the security fields of cors.ts; CORS is the
+ * server-wide hook's (http/cors.ts), with this protocol's family.
  */
 import { RivuletError, canonicalizePath } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
@@ -11,7 +12,7 @@ import { toRivuletError, type ErrorLogger } from '../errors.js';
 import type { HeaderReader } from '../request-headers.js';
 import { empty, gone, notFound, refuse } from './answer.js';
 import { handleAppend } from './append.js';
-import { addBrowserHeaders, preflight } from './cors.js';
+import { DS_METHODS, addSecurityHeaders } from './cors.js';
 import { handleCreate } from './create.js';
 import { handleHead, handleRead } from './read.js';
 import { handleSse } from './sse.js';
@@ -33,6 +34,8 @@ export interface DurableStreamsOptions {
 
 export type DurableStreamsHandler = (request: Request, headers: HeaderReader, rawPath: string) => Promise<Response>;
 
+const ALLOW = [...DS_METHODS, 'OPTIONS'].join(', ');
+
 /** The default of `--long-poll-timeout-ms`. */
 export const DEFAULT_LONG_POLL_TIMEOUT_MS = 30_000;
 
@@ -47,13 +50,14 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
       const e = toRivuletError(error, options.logger);
       response = refuse(e.status, e.message);
     }
-    addBrowserHeaders(response.headers);
+    addSecurityHeaders(response.headers);
     return response;
   };
 
   async function route(request: Request, headers: HeaderReader, rawPath: string): Promise<Response> {
     const method = request.method;
-    if (method === 'OPTIONS') return preflight();
+    // Not a preflight the CORS hook answered (none configured, or no Origin): the methods only.
+    if (method === 'OPTIONS') return empty(204, { allow: ALLOW });
     const principal = authenticate(headers, options.tokens);
     const path = canonicalizePath(rawPath.slice(DS_PREFIX.length - 1), { decode: true });
     if (path === '/') throw new RivuletError('INVALID_INPUT', 'a Durable Streams stream needs a name after /v1/stream/');
@@ -91,7 +95,7 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
         return empty(204, {});
       }
       default:
-        return refuse(405, `${method} is not a Durable Streams method`, { allow: 'GET, HEAD, POST, PUT, DELETE, OPTIONS' });
+        return refuse(405, `${method} is not a Durable Streams method`, { allow: ALLOW });
     }
   }
 }
