@@ -26,7 +26,7 @@ import { STREAMS_PREFIX, hasMethodSuffix, parseStreamAddress } from './stream-ur
 import { subscriptionMethods, subscriptionOperations } from './subscription-methods.js';
 import { connectionMethods, connectionOperations } from './connection-methods.js';
 import { handleSubscriptionList, subscriptionAdminMethods, subscriptionAdminOperations } from './subscription-admin-routes.js';
-import { DEFAULT_LONG_POLL_TIMEOUT_MS, DS_PREFIX, durableStreamsHandler } from './durable-streams/routes.js';
+import { DEFAULT_LONG_POLL_TIMEOUT_MS, DS_PREFIX, durableStreamsHandler, type DurableStreams } from './durable-streams/routes.js';
 
 /** The route label of an answered preflight (any path: its label stays bounded). */
 const PREFLIGHT_ROUTE = 'OPTIONS {preflight}';
@@ -64,6 +64,11 @@ export interface AppOptions {
   hooks?: RequestHooks;
   /** How long a Durable Streams long-poll waits before answering 204 (docs/durable-streams.md). */
   longPollTimeoutMs?: number;
+  /**
+   * The Durable Streams routes, when the host shares them with its other entrances (the Node host's
+   * fast append paths); without it the app makes its own.
+   */
+  durableStreams?: DurableStreams;
 }
 
 /** The Node incoming message, when the host is Node (the adapter passes it as a binding). */
@@ -117,7 +122,7 @@ export function createApp(options: AppOptions): Hono {
   const { metrics, maxBodyBytes } = options;
   const hooks = hooksOf({ ...options, logger });
   const answerAppend = appendAnswerer({ service: options.service, tokens: options.tokens, maxBodyBytes, logger, hooks });
-  const answerDurableStreams = durableStreamsHandler({
+  const answerDurableStreams = options.durableStreams?.handle ?? durableStreamsHandler({
     service: options.service,
     tokens: options.tokens,
     maxBodyBytes,

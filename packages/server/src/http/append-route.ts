@@ -33,11 +33,16 @@ export interface AppendRouteOptions {
   metrics?: ServerMetrics;
 }
 
-/** What an entrance writes: the status, the JSON text (always `JSON_TYPE`), and the hooks' fields. */
+/** What an entrance writes: the status, the text, and the hooks' fields. */
 export interface AppendReply {
   readonly status: number;
   readonly text: string;
   readonly headers?: AnswerHeaders | undefined;
+  /**
+   * The text's content type: `JSON_TYPE` when absent; null for an answer without a body (a Durable
+   * Streams append, durable-streams/routes.ts). A `204` never carries a body or its length.
+   */
+  readonly contentType?: string | null | undefined;
 }
 
 /** The answer, which is also what the hooks were told (one object per request, nothing more). */

@@ -43,13 +43,16 @@ export function isPlainHost(host: string): boolean {
   return PLAIN_HOST.test(host);
 }
 
-function send(outgoing: ServerResponse, { status, text, headers }: AppendReply): void {
+function send(outgoing: ServerResponse, { status, text, headers, contentType }: AppendReply): void {
   const length = Buffer.byteLength(text);
-  if (headers === undefined) outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': length });
+  if (headers === undefined && contentType === undefined) outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': length });
   else {
     // A flat list keeps every field the hooks gave, in order, like the front writes them.
-    const fields = ['content-type', JSON_TYPE, 'content-length', String(length)];
-    for (const [name, value] of headers) fields.push(name, value);
+    const type = contentType === undefined ? JSON_TYPE : contentType;
+    const fields = type === null ? [] : ['content-type', type];
+    // node:http itself leaves the length off a 204.
+    if (status !== 204) fields.push('content-length', String(length));
+    for (const [name, value] of headers ?? []) fields.push(name, value);
     outgoing.writeHead(status, fields);
   }
   outgoing.end(text);
@@ -62,13 +65,15 @@ function send(outgoing: ServerResponse, { status, text, headers }: AppendReply):
 export function nativeAppend(
   answer: AppendAnswerer,
   logger: ErrorLogger,
+  /** The targets `answer` takes (the serving host adds the Durable Streams appends). */
+  accepts: (url: string) => boolean = isPlainAppendTarget,
 ): (incoming: IncomingMessage, outgoing: ServerResponse) => boolean {
   return (incoming, outgoing) => {
     const url = incoming.url;
     if (
       incoming.method !== 'POST' ||
       url === undefined ||
-      !isPlainAppendTarget(url) ||
+      !accepts(url) ||
       incoming.headers['content-length'] === undefined ||
       incoming.headers['transfer-encoding'] !== undefined ||
       !isPlainHost(incoming.headers.host ?? '')

@@ -199,13 +199,16 @@ class FrontConnection {
     return this.chunks[0]!;
   }
 
-  private answered(request: PlainRequest, { status, text, headers }: AppendReply): void {
+  private answered(request: PlainRequest, { status, text, headers, contentType }: AppendReply): void {
     if (this.done || this.socket.destroyed) return;
     // After the client's half-close, requests it sent before are still answered, then it ends.
     const close = request.close || this.owner.closing || (this.clientEnded && this.buffered === 0);
     const keepAlive = close ? 'close' : `keep-alive\r\nKeep-Alive: timeout=${Math.floor(this.owner.server.keepAliveTimeout / 1000)}`;
+    const type = contentType === undefined ? JSON_TYPE : contentType;
+    // Like node:http: a 204 has no length (nor body).
     this.socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${type === null ? '' : `content-type: ${type}\r\n`}` +
+        `${status === 204 ? '' : `content-length: ${Buffer.byteLength(text)}\r\n`}` +
         `${headers === undefined ? '' : fieldLines(headers)}Date: ${httpDate()}\r\nConnection: ${keepAlive}\r\n\r\n${text}`,
     );
     if (close) return this.finish();

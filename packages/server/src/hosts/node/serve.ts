@@ -40,7 +40,8 @@ import { rootItx } from '../../rpc/itx-port.js';
 import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { nodeAssets } from './assets.js';
-import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend } from './append.js';
+import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend, type AppendAnswerer } from './append.js';
+import { DEFAULT_LONG_POLL_TIMEOUT_MS, durableStreams, isDsAppendTarget } from '../../http/durable-streams/routes.js';
 import { attachFront } from './front.js';
 import { trackHttp } from './drain.js';
 import { nodeReadiness } from './readiness.js';
@@ -242,6 +243,16 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     logger,
   );
   const maxBodyBytes = options.maxBodyBytes ?? Defaults.maxBodyBytes;
+  // One Durable Streams layer for the app and the fast append paths below (they share its state).
+  const durable = durableStreams({
+    service,
+    tokens,
+    maxBodyBytes,
+    longPollTimeoutMs: options.longPollTimeoutMs ?? DEFAULT_LONG_POLL_TIMEOUT_MS,
+    logger,
+    stopping: stopping.signal,
+    hooks,
+  });
   const app = createApp({
     service,
     tokens,
@@ -252,7 +263,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     ready: () => ready,
     readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
     stopping: stopping.signal,
-    ...(options.longPollTimeoutMs !== undefined ? { longPollTimeoutMs: options.longPollTimeoutMs } : {}),
+    durableStreams: durable,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
     hooks,
     backup: () => backups.snapshot(),
@@ -271,8 +282,12 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       ),
   });
   // Plain appends are answered on node:http directly (append.ts); everything else by the app.
-  const answerAppend = appendAnswerer({ service, tokens, maxBodyBytes, logger, hooks });
-  const appendNatively = nativeAppend(answerAppend, logger);
+  const answerPlainAppend = appendAnswerer({ service, tokens, maxBodyBytes, logger, hooks });
+  // Durable Streams appends take the same fast paths (docs/durable-streams.md "Speed").
+  const answerAppend: AppendAnswerer = (url, headers, body, started) =>
+    (isDsAppendTarget(url) ? durable.answerAppend : answerPlainAppend)(url, headers, body, started);
+  const isFastTarget = (url: string) => isPlainAppendTarget(url) || isDsAppendTarget(url);
+  const appendNatively = nativeAppend(answerAppend, logger, isFastTarget);
   const server = createServer((incoming, outgoing) => {
     if (!http.admit(outgoing)) return;
     if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
@@ -284,7 +299,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // Connections that only append are answered before node:http (front.ts).
   const front = attachFront(server, {
     answer: answerAppend,
-    rules: { maxBodyBytes, accepts: (target, hostHeader) => isPlainAppendTarget(target) && isPlainHost(hostHeader) },
+    rules: { maxBodyBytes, accepts: (target, hostHeader) => isFastTarget(target) && isPlainHost(hostHeader) },
     log: (message, error) => logger.error(message, error),
     metrics: metrics.registry,
   });

@@ -6,7 +6,7 @@
  */
 import type { EventInput } from '@rivulet/contract';
 import type { HeaderReader } from '../request-headers.js';
-import { empty, gone, notFound, refuse, type Fields } from './answer.js';
+import { emptyAnswer as empty, goneAnswer as gone, notFoundAnswer as notFound, refusal as refuse, type DsAnswer, type Fields } from './answer.js';
 import { messagesOf } from './bodies.js';
 import { CLOSED_TYPE, STAMP_KEY, stampJson, type ProducerStamp, type Stamp } from './messages.js';
 import type { DsStreams } from './store.js';
@@ -20,7 +20,7 @@ export interface AppendRequest {
   body: () => Promise<Uint8Array>;
 }
 
-function producerOf(headers: HeaderReader): ProducerStamp | null | Response {
+function producerOf(headers: HeaderReader): ProducerStamp | null | DsAnswer {
   const id = headers.get(H.producerId.toLowerCase());
   const epoch = headers.get(H.producerEpoch.toLowerCase());
   const seq = headers.get(H.producerSeq.toLowerCase());
@@ -36,17 +36,17 @@ function producerOf(headers: HeaderReader): ProducerStamp | null | Response {
   return { id, epoch: e, seq: s };
 }
 
-const closedAnswer = (state: DsState): Response =>
+const closedAnswer = (state: DsState): DsAnswer =>
   refuse(409, 'the stream is closed', { [H.closed]: 'true', [H.nextOffset]: formatOffset(headOf(state)) });
 
 function sameProducer(a: ProducerStamp | null, b: ProducerStamp | null): boolean {
   return a !== null && b !== null && a.id === b.id && a.epoch === b.epoch && a.seq === b.seq;
 }
 
-export async function handleAppend(streams: DsStreams, request: AppendRequest): Promise<Response> {
+export async function handleAppend(streams: DsStreams, request: AppendRequest): Promise<DsAnswer> {
   const { headers } = request;
   const producer = producerOf(headers);
-  if (producer instanceof Response) return producer;
+  if (producer !== null && 'status' in producer) return producer;
   const close = headers.get(H.closed.toLowerCase()) === 'true';
   const seq = headers.get(H.seq.toLowerCase());
   const contentType = headers.get('content-type');

@@ -46,8 +46,13 @@ export const DURABLE_STREAMS_CORS: CorsFamily = {
   ],
 };
 
+/** The protocol's security fields, on every answer. */
+export const SECURITY_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  ['x-content-type-options', 'nosniff'],
+  ['cross-origin-resource-policy', 'cross-origin'],
+];
+
 /** Adds the protocol's security fields to an answer's headers. */
 export function addSecurityHeaders(headers: Headers): void {
-  headers.set('x-content-type-options', 'nosniff');
-  headers.set('cross-origin-resource-policy', 'cross-origin');
+  for (const [name, value] of SECURITY_FIELDS) headers.set(name, value);
 }

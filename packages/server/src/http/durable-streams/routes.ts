@@ -3,16 +3,24 @@
  * prefix is the Rivulet stream path of the caller's project, so tokens and projects apply as they
  * do under /v1/streams/. Every answer carries the security fields of cors.ts; CORS is the
  * server-wide hook's (http/cors.ts), with this protocol's family.
+ *
+ * One `DurableStreams` per server serves two ways in: `handle`, the Hono app's handler for every
+ * request under the prefix (both hosts), and `answerAppend`, appends read by the Node host's fast
+ * entrances (the connection front and the native node:http path, which write its reply as it is).
+ * Both share one folded-state cache and one write queue per stream (store.ts), and decide an
+ * append with the same function (append.ts).
  */
-import { RivuletError, canonicalizePath } from '@rivulet/contract';
+import { RivuletError, canonicalizePath, type ErrorCode } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
+import { hooksOf, type AppendAnswer, type AppendAnswerer } from '../append-route.js';
 import { authenticate, type TokenTable } from '../auth.js';
-import { checkDeclaredLength, readBodyBytes } from '../body.js';
+import { checkDeclaredLength, readBodyBytes, tooLarge } from '../body.js';
 import { toRivuletError, type ErrorLogger } from '../errors.js';
 import type { HeaderReader } from '../request-headers.js';
-import { empty, gone, notFound, refuse } from './answer.js';
+import type { AnswerHeaders, RequestHooks } from '../request-hooks.js';
+import { empty, gone, notFound, refusal, refuse, toResponse, type DsAnswer } from './answer.js';
 import { handleAppend } from './append.js';
-import { DS_METHODS, addSecurityHeaders } from './cors.js';
+import { DS_METHODS, SECURITY_FIELDS, addSecurityHeaders } from './cors.js';
 import { handleCreate } from './create.js';
 import { handleHead, handleRead } from './read.js';
 import { handleSse } from './sse.js';
@@ -30,9 +38,33 @@ export interface DurableStreamsOptions {
   logger: ErrorLogger;
   stopping?: AbortSignal | undefined;
   now?: () => number;
+  /** What `answerAppend` reports each answered append to (the host's hooks, as the app's). */
+  hooks?: RequestHooks | undefined;
 }
 
 export type DurableStreamsHandler = (request: Request, headers: HeaderReader, rawPath: string) => Promise<Response>;
+
+export interface DurableStreams {
+  /** Every request under /v1/stream/, as the Hono app hands it over (the app tells the hooks). */
+  readonly handle: DurableStreamsHandler;
+  /**
+   * `POST /v1/stream/{name}` for an entrance that read the request itself: `url` is the target as
+   * sent, `body` its bytes. Answers what to write, after telling the hooks; never rejects.
+   */
+  readonly answerAppend: AppendAnswerer;
+}
+
+/** The route label of every Durable Streams request (request-hooks.ts). */
+export const dsRoute = (method: string): string => `${method} ${DS_PREFIX}{name}`;
+
+/**
+ * Whether an entrance that reads appends itself may hand this target to `answerAppend`: plain
+ * characters only, no query (the adapter judges the rest, as for hosts/node/append.ts).
+ */
+const PLAIN_DS_TARGET = /^\/v1\/stream\/[A-Za-z0-9\-._~%!$&'()*+,;=@/]*$/;
+export function isDsAppendTarget(target: string): boolean {
+  return PLAIN_DS_TARGET.test(target);
+}
 
 const ALLOW = [...DS_METHODS, 'OPTIONS'].join(', ');
 
@@ -40,27 +72,27 @@ const ALLOW = [...DS_METHODS, 'OPTIONS'].join(', ');
 export const DEFAULT_LONG_POLL_TIMEOUT_MS = 30_000;
 
 export function durableStreamsHandler(options: DurableStreamsOptions): DurableStreamsHandler {
+  return durableStreams(options).handle;
+}
+
+export function durableStreams(options: DurableStreamsOptions): DurableStreams {
   const now = options.now ?? Date.now;
   const streams = new DsStreams(options.service, now);
-  return async (request, headers, rawPath) => {
-    let response: Response;
-    try {
-      response = await route(request, headers, rawPath);
-    } catch (error) {
-      const e = toRivuletError(error, options.logger);
-      response = refuse(e.status, e.message);
-    }
-    addSecurityHeaders(response.headers);
-    return response;
-  };
+  const hooks = hooksOf(options);
+
+  /** The stream path of a target (its query left out), or a refusal. */
+  function pathOf(rawPath: string): string {
+    const path = canonicalizePath(rawPath.slice(DS_PREFIX.length - 1), { decode: true });
+    if (path === '/') throw new RivuletError('INVALID_INPUT', 'a Durable Streams stream needs a name after /v1/stream/');
+    return path;
+  }
 
   async function route(request: Request, headers: HeaderReader, rawPath: string): Promise<Response> {
     const method = request.method;
     // Not a preflight the CORS hook answered (none configured, or no Origin): the methods only.
     if (method === 'OPTIONS') return empty(204, { allow: ALLOW });
     const principal = authenticate(headers, options.tokens);
-    const path = canonicalizePath(rawPath.slice(DS_PREFIX.length - 1), { decode: true });
-    if (path === '/') throw new RivuletError('INVALID_INPUT', 'a Durable Streams stream needs a name after /v1/stream/');
+    const path = pathOf(rawPath);
     const projectId = principal.projectId;
     const body = async () => {
       checkDeclaredLength(headers, options.maxBodyBytes);
@@ -71,7 +103,7 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
       case 'PUT':
         return handleCreate(streams, { projectId, path, headers, body, url: url.origin + rawPath });
       case 'POST':
-        return handleAppend(streams, { projectId, path, headers, body });
+        return toResponse(await handleAppend(streams, { projectId, path, headers, body }));
       case 'GET':
         if (url.searchParams.get('live') === 'sse') {
           return handleSse(streams, { projectId, path, query: url.searchParams, longPollTimeoutMs: options.longPollTimeoutMs, now, stopping: options.stopping });
@@ -98,4 +130,64 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
         return refuse(405, `${method} is not a Durable Streams method`, { allow: ALLOW });
     }
   }
+
+  const handle: DurableStreamsHandler = async (request, headers, rawPath) => {
+    let response: Response;
+    try {
+      response = await route(request, headers, rawPath);
+    } catch (error) {
+      const e = toRivuletError(error, options.logger);
+      response = refuse(e.status, e.message);
+    }
+    addSecurityHeaders(response.headers);
+    return response;
+  };
+
+  const POST_ROUTE = dsRoute('POST');
+  const answerAppend: AppendAnswerer = async (url, headers, body, started) => {
+    let answer: DsAnswer;
+    try {
+      const query = url.indexOf('?');
+      const path = pathOf(query === -1 ? url : url.slice(0, query));
+      const principal = authenticate(headers, options.tokens);
+      const bytes = async () => {
+        checkDeclaredLength(headers, options.maxBodyBytes);
+        const read = await body();
+        if (read.byteLength > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+        return read;
+      };
+      answer = await handleAppend(streams, { projectId: principal.projectId, path, headers, body: bytes });
+    } catch (error) {
+      const e = toRivuletError(error, options.logger);
+      answer = refusal(e.status, e.message);
+    }
+    return reply(answer, headers, started);
+  };
+
+  /** The answer as an entrance writes it, the security and the hooks' fields added (as the app adds them). */
+  function reply(answer: DsAnswer, request: HeaderReader, started: number): AppendAnswer {
+    let contentType: string | null = null;
+    const fields: Array<readonly [string, string]> = [];
+    for (const name in answer.fields) {
+      if (name === 'content-type') contentType = answer.fields[name]!;
+      else fields.push([name, answer.fields[name]!]);
+    }
+    const answered: { method: string; route: string; status: number; durationMs: number; errorCode: ErrorCode | undefined } = {
+      method: 'POST',
+      route: POST_ROUTE,
+      status: answer.status,
+      durationMs: performance.now() - started,
+      errorCode: undefined,
+    };
+    const extra: AnswerHeaders | undefined = hooks.answerHeaders?.(answered, request);
+    hooks.onAnswered(answered);
+    return {
+      ...answered,
+      text: answer.text ?? '',
+      contentType,
+      headers: extra === undefined ? [...fields, ...SECURITY_FIELDS] : [...fields, ...SECURITY_FIELDS, ...extra],
+    };
+  }
+
+  return { handle, answerAppend };
 }
