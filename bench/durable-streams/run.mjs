@@ -6,13 +6,18 @@
  *
  *   npm run bench:durable-streams                  # 2 rounds, 5 s per measurement
  *   node bench/durable-streams/run.mjs --quick     # smoke run (expects a built workspace)
+ *   node bench/durable-streams/run.mjs --variant before=bench/.variants/before/dist
+ *       # also an earlier build of packages/server (a copy of its dist), interleaved (A/B)
+ *   node bench/durable-streams/run.mjs --only rivulet --profile /tmp/prof
+ *       # one server, its CPU profile written to /tmp/prof when it stops
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { CLI, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { CLI, procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { fmtN, machineInfo, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,6 +30,11 @@ const { values } = parseArgs({
     clients: { type: 'string' },
     streams: { type: 'string' },
     out: { type: 'string' },
+    only: { type: 'string', multiple: true, default: [] },
+    variant: { type: 'string', multiple: true, default: [] },
+    profile: { type: 'string' },
+    probe: { type: 'boolean' },
+    native: { type: 'boolean' },
   },
 });
 const rounds = Number(values.rounds ?? (values.quick ? 1 : 2));
@@ -34,11 +44,32 @@ const clients = Number(values.clients ?? 50);
 const streams = Number(values.streams ?? clients);
 const folder = tempFolders('rivulet-bench-ds-');
 
-const SERVERS = {
-  rivulet: () => startServer([CLI, 'serve', '--port', '0', '--data', folder('rivulet'), '--durability', 'full'], 'rivulet serve'),
+/** Node flags for the Rivulet servers: a CPU profile each, written when it stops (`--profile DIR`). */
+const nodeFlags = [
+  ...(values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : []),
+  // Commits and appends per commit, printed by the server when it stops (bench/append/probe-groups.mjs).
+  ...(values.probe ? ['--import', join(here, '..', 'append', 'probe-groups.mjs')] : []),
+];
+const launchDist = join(here, '..', 'append', 'launch-dist.mjs');
+const ALL_SERVERS = {
+  rivulet: () => startServer([...nodeFlags, CLI, 'serve', '--port', '0', '--data', folder('rivulet'), '--durability', 'full'], 'rivulet serve'),
+  // An earlier build, e.g. the one before a change: NAME=DIST, DIST a copy of packages/server/dist.
+  ...Object.fromEntries(
+    values.variant.map((spec) => {
+      const at = spec.indexOf('=');
+      if (at <= 0) throw new Error(`--variant expects NAME=DIST, got ${spec}`);
+      const [name, dist] = [spec.slice(0, at), spec.slice(at + 1)];
+      return [name, () => startServer([...nodeFlags, launchDist, '--dist', dist, 'serve', '--data', folder(name), '--durability', 'full'], `rivulet ${name}`)];
+    }),
+  ),
+  // The same load as Rivulet's own appends (POST /v1/streams/…, one event each): the ceiling this
+  // server reaches on its fastest entrance (the connection front, hosts/node/front.ts).
+  ...(values.native ? { 'rivulet-native': () => startServer([...nodeFlags, CLI, 'serve', '--port', '0', '--data', folder('native'), '--durability', 'full'], 'rivulet serve') } : {}),
   'reference-file': () => startServer([join(here, 'reference-server.mjs'), 'file', folder('reference')], 'reference server (file)'),
   'reference-memory': () => startServer([join(here, 'reference-server.mjs'), 'memory'], 'reference server (memory)'),
 };
+for (const name of values.only) if (!(name in ALL_SERVERS)) throw new Error(`--only ${name}: not one of ${Object.keys(ALL_SERVERS).join(', ')}`);
+const SERVERS = values.only.length === 0 ? ALL_SERVERS : Object.fromEntries(values.only.map((name) => [name, ALL_SERVERS[name]]));
 
 function request(agent, url, method, path, headers, body) {
   return new Promise((resolve, reject) => {
@@ -51,12 +82,16 @@ function request(agent, url, method, path, headers, body) {
   });
 }
 
-/** `clients` loops, each appending one JSON message per request to its stream, for `ms`. */
-async function load(url, ms) {
+/**
+ * `clients` loops, each appending one JSON message per request to its stream, for `ms`. `native`:
+ * the same message as one Rivulet event through Rivulet's own append (no stream created first).
+ */
+async function load(url, ms, native) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   const json = { 'content-type': 'application/json' };
-  const paths = Array.from({ length: streams }, (_, i) => `/v1/stream/bench/s${i}-${Date.now()}`);
-  for (const path of paths) {
+  const paths = Array.from({ length: streams }, (_, i) => `/v1/${native ? 'streams' : 'stream'}/bench/s${i}-${Date.now()}`);
+  const bodyOf = native ? (value) => JSON.stringify({ type: 'bench/message', payload: value }) : (value) => JSON.stringify(value);
+  for (const path of native ? [] : paths) {
     const status = await request(agent, url, 'PUT', path, json, '');
     if (status !== 201) throw new Error(`PUT ${path} answered ${status}`);
   }
@@ -69,7 +104,7 @@ async function load(url, ms) {
       let n = 0;
       while (performance.now() < end) {
         const started = performance.now();
-        const status = await request(agent, url, 'POST', paths[c % streams], json, JSON.stringify({ client: c, n: n++, text: 'the quick brown fox' }));
+        const status = await request(agent, url, 'POST', paths[c % streams], json, bodyOf({ client: c, n: n++, text: 'the quick brown fox' }));
         if (status === 204 || status === 200) {
           done++;
           latencies.push(performance.now() - started);
@@ -79,7 +114,7 @@ async function load(url, ms) {
   );
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { perSecond: (done / ms) * 1000, failed, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
+  return { perSecond: (done / ms) * 1000, done, failed, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
 }
 
 const startedAt = new Date();
@@ -89,25 +124,39 @@ for (let round = 0; round < rounds; round++) {
   for (const name of order) {
     const server = await SERVERS[name]();
     try {
-      await load(server.url, warmupMs);
-      const measured = await load(server.url, durationMs);
+      const native = name === 'rivulet-native';
+      await load(server.url, warmupMs, native);
+      const cpuBefore = procCpuMs(server.child.pid);
+      const measured = await load(server.url, durationMs, native);
+      // The server's CPU per append: steadier than appends per second when the disk is shared.
+      measured.cpuUsPerAppend = ((procCpuMs(server.child.pid) - cpuBefore) * 1000) / measured.done;
+      measured.load = loadAverage();
       results[name].push(measured);
-      console.log(`round ${round + 1} ${name}: ${fmtN(measured.perSecond)} appends/s, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms, ${measured.failed} refused`);
+      console.log(
+        `round ${round + 1} ${name}: ${fmtN(measured.perSecond)} appends/s, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms, ${measured.failed} refused, server CPU ${measured.cpuUsPerAppend.toFixed(0)} µs/append (load ${measured.load})`,
+      );
     } finally {
-      await stopServer(server);
+      const stderr = await stopServer(server);
+      const probe = /PROBE (.*)/.exec(stderr);
+      if (probe) console.log(`  ${name} group commit: ${probe[1]}`);
     }
   }
 }
-const best = (name) => Math.max(...results[name].map((r) => r.perSecond));
-const summary = {
-  rivulet: best('rivulet'),
-  referenceFile: best('reference-file'),
-  referenceMemory: best('reference-memory'),
-};
-const vsFile = summary.rivulet / summary.referenceFile;
-const vsMemory = summary.rivulet / summary.referenceMemory;
-console.log(`\nDurable Streams JSON appends, ${clients} clients over ${streams} streams (best of ${rounds}):`);
-console.log(`  rivulet (durability full)   ${fmtN(summary.rivulet)}/s`);
-console.log(`  reference, file-backed      ${fmtN(summary.referenceFile)}/s   rivulet ${vsFile.toFixed(2)}x (target >= 10x)`);
-console.log(`  reference, in memory        ${fmtN(summary.referenceMemory)}/s   rivulet ${vsMemory.toFixed(2)}x (target >= 1.0x)`);
+const best = (name) => (name in results ? Math.max(...results[name].map((r) => r.perSecond)) : NaN);
+const summary = Object.fromEntries(Object.keys(SERVERS).map((name) => [name, best(name)]));
+const vsFile = summary.rivulet / summary['reference-file'];
+const vsMemory = summary.rivulet / summary['reference-memory'];
+console.log(`\nDurable Streams JSON appends, ${clients} clients over ${streams} streams (best of ${rounds}), load ${loadAverage()}:`);
+for (const name of Object.keys(SERVERS)) {
+  const ratios = name === 'rivulet' ? '' : `   rivulet ${(summary.rivulet / summary[name]).toFixed(2)}x${name === 'reference-file' ? ' (target >= 10x)' : name === 'reference-memory' ? ' (target >= 1.0x)' : ''}`;
+  console.log(`  ${(name === 'rivulet' ? 'rivulet (durability full)' : name).padEnd(26)} ${fmtN(summary[name]).padStart(8)}/s${ratios}`);
+}
 writeResult('durable-streams', startedAt, { machine: machineInfo(startedAt), clients, streams, rounds, durationMs, results, summary, vsFile, vsMemory }, values.out);
+
+function loadAverage() {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {
+    return 'unknown';
+  }
+}
