@@ -8,7 +8,7 @@ import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/con
 import type { ReadOptions, StreamService } from '../../engine/service.js';
 import type { ReadRawResult } from '../../engine/actor.js';
 import { DsStreams } from './store.js';
-import { CONFIGURED_TYPE, MESSAGE_TYPE } from './messages.js';
+import { CLOSED_TYPE, CONFIGURED_TYPE, MESSAGE_TYPE } from './messages.js';
 
 /** A one-stream log; `intrude` appends as another writer would, between a fold and a commit. */
 function scriptedLog() {
@@ -90,13 +90,86 @@ describe('DsStreams.write', () => {
     ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: 'too big' });
   });
 
-  it('queues the writes of one process to one stream', async () => {
+  it('commits the queued writes of one process to one stream together, each answered with its own head', async () => {
     const log = scriptedLog();
     const streams = new DsStreams(log.service, () => 0);
     const write = (text: string) =>
-      streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+      streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }, { type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
     const heads = await Promise.all([write('a'), write('b'), write('c')]);
-    expect(heads).toEqual([3, 4, 5]);
-    expect(log.asserted).toEqual([3, 4, 5]);
+    expect(heads).toEqual([4, 6, 8]);
+    expect(log.asserted).toEqual([3]);
+    expect(log.events.slice(2).map((e) => e.payload)).toEqual(['a', 'a', 'b', 'b', 'c', 'c'].map((text) => ({ text })));
+  });
+
+  it('a write that arrives while a commit is under way waits for the next commit, with the others that arrive meanwhile', async () => {
+    const log = scriptedLog();
+    let calls = 0;
+    const releases: Array<() => void> = [];
+    const held = {
+      ...log.service,
+      append: async (p: string | null, path: string, inputs: readonly EventInput[]) => {
+        calls++;
+        await new Promise<void>((resolve) => releases.push(resolve));
+        return log.service.append(p, path, inputs);
+      },
+    } as unknown as StreamService;
+    const streams = new DsStreams(held, () => 0);
+    const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((resolve) => setImmediate(resolve));
+    };
+    const first = write('a');
+    await until(() => calls === 1);
+    const rest = [write('b'), write('c')];
+    releases.shift()!();
+    await until(() => calls === 2);
+    releases.shift()!();
+    expect(await Promise.all([first, ...rest])).toEqual([3, 4, 5]);
+    expect(log.asserted).toEqual([3, 4]);
+  });
+
+  it('decides each queued write against the state the earlier ones leave, and answers refusals after the commit', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    const closing = streams.write(null, '/s', () => ({ inputs: [{ type: CLOSED_TYPE, payload: {} }], done: (after) => `closed at ${after.head}` }));
+    // The refusal is decided against the closure still to commit, so it is answered only once that has.
+    let eventsWhenRefused = 0;
+    const late = streams
+      .write(null, '/s', (state) => {
+        if (state!.closed) return { answer: `refused at ${state!.head}` };
+        return { inputs: [{ type: MESSAGE_TYPE, payload: { text: 'late' } }], done: () => 'appended' };
+      })
+      .then((answer) => ((eventsWhenRefused = log.events.length), answer));
+    expect(await Promise.all([closing, late])).toEqual(['closed at 3', 'refused at 3']);
+    expect(eventsWhenRefused).toBe(3);
+    expect(log.asserted).toEqual([3]);
+    expect(log.events.map((e) => e.type).slice(2)).toEqual([CLOSED_TYPE]);
+  });
+
+  it('decides a batch again when another writer got in between', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0);
+    await streams.load(null, '/s');
+    log.intrude(1);
+    const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    expect(await Promise.all([write('a'), write('b')])).toEqual([4, 5]);
+    expect(log.asserted).toEqual([3, 4]);
+  });
+
+  it('commits a batch one by one when its append is refused, so that only the bad write fails', async () => {
+    const log = scriptedLog();
+    const tooBig = (inputs: readonly EventInput[]) => inputs.some((input) => (input.payload as { text?: string }).text === 'huge');
+    const picky = {
+      ...log.service,
+      append: async (p: string | null, path: string, inputs: readonly EventInput[]) => {
+        if (tooBig(inputs)) throw new RivuletError('PAYLOAD_TOO_LARGE', 'too big');
+        return log.service.append(p, path, inputs);
+      },
+    } as unknown as StreamService;
+    const streams = new DsStreams(picky, () => 0);
+    const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    const results = await Promise.allSettled([write('a'), write('huge'), write('c')]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as RivuletError).code))).toEqual([3, 'PAYLOAD_TOO_LARGE', 4]);
+    expect(log.events.slice(2).map((e) => e.payload)).toEqual([{ text: 'a' }, { text: 'c' }]);
   });
 });

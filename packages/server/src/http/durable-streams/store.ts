@@ -7,6 +7,13 @@
  * §4.3) on their first event: if anything else was appended since the fold, the commit is
  * refused whole, the state is brought up to date and the write decides again. Writes of one
  * process to one stream also queue behind each other, so they never refuse one another.
+ *
+ * Queued writes to one stream commit together (docs/durable-streams.md "Speed"): the writes that
+ * arrive while the stream's previous commit is under way are decided in order, each against the
+ * state the earlier ones leave, and committed as one atomic append, so they share one fsync
+ * instead of taking one each. Each is answered after that commit, with the state after its own
+ * events. If that append is refused other than by the offset assertion (one write's message too
+ * large, say), the writes are committed one by one instead, so each gets its own answer.
  */
 import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
@@ -16,11 +23,24 @@ import { configOf, emptyState, expiryMs, foldEvent, type DsState } from './state
 const PAGE = 500;
 const CACHE_LIMIT = 10_000;
 const MAX_ATTEMPTS = 50;
+/** Writes decided and committed together at most (a longer queue takes several commits). */
+const MAX_BATCH = 64;
+
+/** What a write decides: the events to append and its answer once they are, or an answer alone. */
+export type Decision<T> = { inputs: EventInput[]; done(state: DsState, committed: CommittedEvent[]): T } | { answer: T };
+
+interface QueuedWrite {
+  decide(state: DsState | null): Decision<unknown>;
+  resolve(answer: unknown): void;
+  reject(error: unknown): void;
+}
 
 export class DsStreams {
   private readonly states = new Map<string, DsState>();
   private readonly access = new Map<string, number>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Per stream, the writes waiting for their turn, committed together when it comes. */
+  private readonly batches = new Map<string, QueuedWrite[]>();
 
   constructor(
     readonly service: StreamService,
@@ -113,37 +133,113 @@ export class DsStreams {
 
   /**
    * Decides and commits a write: `decide` sees the up-to-date state and answers the events to
-   * append (or a final answer without any). Decided again when the log moved on in between.
+   * append (or a final answer without any). Decided again when the log moved on in between. A
+   * write that waits for the stream's queue joins the writes waiting with it (see the header).
    */
-  async write<T>(
-    projectId: string | null,
-    path: string,
-    decide: (state: DsState | null) => { inputs: EventInput[]; done(state: DsState, committed: CommittedEvent[]): T } | { answer: T },
-  ): Promise<T> {
-    return this.exclusive(projectId, path, async () => {
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const state = await this.load(projectId, path);
-        const decision = decide(state);
-        if ('answer' in decision) return decision.answer;
-        const first = decision.inputs[0]!;
-        const inputs = [{ ...first, offset: state === null ? 2 : state.head + 1 }, ...decision.inputs.slice(1)];
-        let committed: CommittedEvent[];
+  write<T>(projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
+    const key = keyOf(projectId, path);
+    return new Promise<T>((resolve, reject) => {
+      const queued: QueuedWrite = { decide, resolve: resolve as (answer: unknown) => void, reject };
+      const waiting = this.batches.get(key);
+      if (waiting !== undefined && waiting.length < MAX_BATCH) {
+        waiting.push(queued);
+        return;
+      }
+      const batch = [queued];
+      this.batches.set(key, batch);
+      void this.exclusive(projectId, path, async () => {
+        // From here on, later writes wait for the next turn.
+        if (this.batches.get(key) === batch) this.batches.delete(key);
+        if (batch.length > 1 && (await this.writeTogether(projectId, path, batch).catch(() => false))) return;
+        for (const write of batch) await this.writeAlone(projectId, path, write.decide).then(write.resolve, write.reject);
+      });
+    });
+  }
+
+  private async writeAlone<T>(projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const state = await this.load(projectId, path);
+      const decision = decide(state);
+      if ('answer' in decision) return decision.answer;
+      const first = decision.inputs[0]!;
+      const inputs = [{ ...first, offset: state === null ? 2 : state.head + 1 }, ...decision.inputs.slice(1)];
+      let committed: CommittedEvent[];
+      try {
+        committed = await this.service.append(projectId, path, inputs);
+      } catch (error) {
+        if (isConflict(error)) {
+          // Something else was appended since the fold: give it a turn to commit, then fold again.
+          await pause(attempt);
+          continue;
+        }
+        throw error;
+      }
+      const folded = await this.afterCommit(projectId, path, state, committed);
+      this.touch(projectId, path);
+      return decision.done(folded, committed);
+    }
+    throw new RivuletError('UNAVAILABLE', 'the stream kept changing while this write was decided: try again');
+  }
+
+  /**
+   * Decides `writes` in order, each against the state the earlier ones leave, and commits their
+   * events as one append; answers them all and returns true, or returns false having answered
+   * none (the stream does not exist yet, or the append was refused other than by the assertion).
+   */
+  private async writeTogether(projectId: string | null, path: string, writes: readonly QueuedWrite[]): Promise<boolean> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const state = await this.load(projectId, path);
+      if (state === null) return false;
+      // Decided against a copy: what the earlier writes would append is folded into it first.
+      const ahead = copyState(state);
+      const createdAt = new Date(this.now()).toISOString();
+      const decided: Array<{ write: QueuedWrite; decision: Decision<unknown> }> = [];
+      const inputs: EventInput[] = [];
+      for (const write of writes) {
+        const decision = write.decide(ahead);
+        decided.push({ write, decision });
+        if ('answer' in decision) continue;
+        for (const input of decision.inputs) {
+          const payload = input.payload as Record<string, unknown> | undefined;
+          foldEvent(ahead, { offset: ahead.head + 1, type: input.type, createdAt, payload, metadata: input.metadata as Record<string, unknown> | undefined, json: '' });
+          inputs.push(input);
+        }
+      }
+      let committed: CommittedEvent[] = [];
+      if (inputs.length > 0) {
+        inputs[0] = { ...inputs[0]!, offset: state.head + 1 };
         try {
           committed = await this.service.append(projectId, path, inputs);
         } catch (error) {
-          if (error instanceof RivuletError && error.code === 'CONFLICT') {
-            // Something else was appended since the fold: give it a turn to commit, then fold again.
-            await new Promise((resolve) => setTimeout(resolve, attempt));
+          if (isConflict(error)) {
+            await pause(attempt);
             continue;
           }
-          throw error;
+          return false;
         }
-        const folded = await this.afterCommit(projectId, path, state, committed);
+        // Committed: from here on nothing may fall back to writing them one by one.
         this.touch(projectId, path);
-        return decision.done(folded, committed);
       }
-      throw new RivuletError('UNAVAILABLE', 'the stream kept changing while this write was decided: try again');
-    });
+      // Answered in order, each with the state after its own events.
+      let at = 0;
+      for (const { write, decision } of decided) {
+        if ('answer' in decision) {
+          write.resolve(decision.answer);
+          continue;
+        }
+        const own = committed.slice(at, at + decision.inputs.length);
+        at += own.length;
+        for (const event of own) foldEvent(state, parsedOf(event));
+        try {
+          write.resolve(decision.done(state, own));
+        } catch (error) {
+          write.reject(error);
+        }
+      }
+      for (const event of committed.slice(at)) foldEvent(state, parsedOf(event));
+      return true;
+    }
+    return false;
   }
 
   private async afterCommit(projectId: string | null, path: string, state: DsState | null, committed: CommittedEvent[]): Promise<DsState> {
@@ -166,6 +262,19 @@ export class DsStreams {
       this.access.delete(oldest);
     }
   }
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof RivuletError && error.code === 'CONFLICT';
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A copy of a state that folding can change without changing the original. */
+function copyState(state: DsState): DsState {
+  return { ...state, producers: new Map(state.producers), forks: new Set(state.forks) };
 }
 
 function keyOf(projectId: string | null, path: string): string {
