@@ -142,16 +142,36 @@ for (let round = 0; round < rounds; round++) {
     }
   }
 }
-const best = (name) => (name in results ? Math.max(...results[name].map((r) => r.perSecond)) : NaN);
-const summary = Object.fromEntries(Object.keys(SERVERS).map((name) => [name, best(name)]));
-const vsFile = summary.rivulet / summary['reference-file'];
-const vsMemory = summary.rivulet / summary['reference-memory'];
-console.log(`\nDurable Streams JSON appends, ${clients} clients over ${streams} streams (best of ${rounds}), load ${loadAverage()}:`);
-for (const name of Object.keys(SERVERS)) {
-  const ratios = name === 'rivulet' ? '' : `   rivulet ${(summary.rivulet / summary[name]).toFixed(2)}x${name === 'reference-file' ? ' (target >= 10x)' : name === 'reference-memory' ? ' (target >= 1.0x)' : ''}`;
-  console.log(`  ${(name === 'rivulet' ? 'rivulet (durability full)' : name).padEnd(26)} ${fmtN(summary[name]).padStart(8)}/s${ratios}`);
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+};
+const names = Object.keys(SERVERS);
+const summary = Object.fromEntries(
+  names.map((name) => [name, { perSecond: median(results[name].map((r) => r.perSecond)), cpuUsPerAppend: median(results[name].map((r) => r.cpuUsPerAppend)) }]),
+);
+// Ratios of Rivulet to each other server within each round (they ran minutes apart at most),
+// then their median: steadier than a ratio of bests when the disk's speed drifts between rounds.
+const ratios = Object.fromEntries(
+  names
+    .filter((name) => name !== 'rivulet' && 'rivulet' in results)
+    .map((name) => {
+      const perRound = results[name].map((r, i) => results.rivulet[i].perSecond / r.perSecond);
+      const cpuPerRound = results[name].map((r, i) => results.rivulet[i].cpuUsPerAppend / r.cpuUsPerAppend);
+      return [name, { perRound, median: median(perRound), cpuPerRound, cpuMedian: median(cpuPerRound) }];
+    }),
+);
+const vsFile = ratios['reference-file']?.median;
+const vsMemory = ratios['reference-memory']?.median;
+const TARGETS = { 'reference-file': ' (target >= 10x)', 'reference-memory': ' (target >= 1.0x)' };
+console.log(`\nDurable Streams JSON appends, ${clients} clients over ${streams} streams, medians of ${rounds} rounds, load at the end ${loadAverage()}:`);
+for (const name of names) {
+  const line = `  ${(name === 'rivulet' ? 'rivulet (durability full)' : name).padEnd(26)} ${fmtN(summary[name].perSecond).padStart(8)}/s  ${summary[name].cpuUsPerAppend.toFixed(0).padStart(5)} µs CPU/append`;
+  const r = ratios[name];
+  const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(' ');
+  console.log(r === undefined ? line : `${line}   rivulet ${r.median.toFixed(2)}x (rounds ${fmt(r.perRound)})${TARGETS[name] ?? ''}, CPU ${r.cpuMedian.toFixed(2)}x (${fmt(r.cpuPerRound)})`);
 }
-writeResult('durable-streams', startedAt, { machine: machineInfo(startedAt), clients, streams, rounds, durationMs, results, summary, vsFile, vsMemory }, values.out);
+writeResult('durable-streams', startedAt, { machine: machineInfo(startedAt), clients, streams, rounds, durationMs, results, summary, ratios, vsFile, vsMemory }, values.out);
 
 function loadAverage() {
   try {
