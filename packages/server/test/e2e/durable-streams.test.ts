@@ -145,3 +145,19 @@ describe('one namespace (docs/durable-streams.md "One namespace")', () => {
     expect(await (await ds(stream)).text()).toBe('new');
   });
 });
+
+describe('concurrent writers (docs/durable-streams.md "State")', () => {
+  it('appends that arrive together on one stream are each answered with their own offset, and all read back', async () => {
+    const s = name('together');
+    expect((await ds(s, { method: 'PUT', headers: { 'content-type': 'application/json' } })).status).toBe(201);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ds(s, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ i }) })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 204));
+    // Offsets 3..22: created, configured, then the twenty messages, each answer naming its own end.
+    const offsets = answers.map((a) => Number(a.headers.get('stream-next-offset')!.split('_')[0]));
+    expect([...offsets].sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 3));
+    const read = (await (await ds(`${s}?offset=-1`)).json()) as Array<{ i: number }>;
+    expect(read.map((m) => m.i).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+});

@@ -252,6 +252,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     logger,
     stopping: stopping.signal,
     hooks,
+    batchWrites: true,
   });
   const app = createApp({
     service,

@@ -40,6 +40,11 @@ export interface DurableStreamsOptions {
   now?: () => number;
   /** What `answerAppend` reports each answered append to (the host's hooks, as the app's). */
   hooks?: RequestHooks | undefined;
+  /**
+   * Queued writes to one stream commit together (store.ts). Off by default: on the Worker host a
+   * request must not wait on another request's work (workerd cancels it as hung).
+   */
+  batchWrites?: boolean | undefined;
 }
 
 export type DurableStreamsHandler = (request: Request, headers: HeaderReader, rawPath: string) => Promise<Response>;
@@ -77,7 +82,7 @@ export function durableStreamsHandler(options: DurableStreamsOptions): DurableSt
 
 export function durableStreams(options: DurableStreamsOptions): DurableStreams {
   const now = options.now ?? Date.now;
-  const streams = new DsStreams(options.service, now);
+  const streams = new DsStreams(options.service, now, options.batchWrites === true);
   const hooks = hooksOf(options);
 
   /** The stream path of a target (its query left out), or a refusal. */

@@ -46,7 +46,7 @@ function scriptedLog() {
 describe('DsStreams.write', () => {
   it('asserts the next offset and folds what it committed', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0);
+    const streams = new DsStreams(log.service, () => 0, true);
     const head = await streams.write(null, '/s', () => ({
       inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }],
       done: (after) => after.head,
@@ -57,7 +57,7 @@ describe('DsStreams.write', () => {
 
   it('decides again against the new state when another writer got in between', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0);
+    const streams = new DsStreams(log.service, () => 0, true);
     await streams.load(null, '/s');
     log.intrude(2);
     const seen: number[] = [];
@@ -73,7 +73,7 @@ describe('DsStreams.write', () => {
 
   it('gives up with UNAVAILABLE when the stream keeps changing', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0);
+    const streams = new DsStreams(log.service, () => 0, true);
     log.intrude(1_000);
     await expect(
       streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }], done: () => 0 })),
@@ -84,7 +84,7 @@ describe('DsStreams.write', () => {
   it('passes on refusals other than the offset assertion', async () => {
     const log = scriptedLog();
     const failing = { ...log.service, append: async () => Promise.reject(new RivuletError('PAYLOAD_TOO_LARGE', 'too big')) } as unknown as StreamService;
-    const streams = new DsStreams(failing, () => 0);
+    const streams = new DsStreams(failing, () => 0, true);
     await expect(
       streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text: 'a' } }], done: () => 0 })),
     ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: 'too big' });
@@ -92,7 +92,7 @@ describe('DsStreams.write', () => {
 
   it('commits the queued writes of one process to one stream together, each answered with its own head', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0);
+    const streams = new DsStreams(log.service, () => 0, true);
     const write = (text: string) =>
       streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }, { type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
     const heads = await Promise.all([write('a'), write('b'), write('c')]);
@@ -113,7 +113,7 @@ describe('DsStreams.write', () => {
         return log.service.append(p, path, inputs);
       },
     } as unknown as StreamService;
-    const streams = new DsStreams(held, () => 0);
+    const streams = new DsStreams(held, () => 0, true);
     const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
     const until = async (done: () => boolean) => {
       while (!done()) await new Promise((resolve) => setImmediate(resolve));
@@ -128,9 +128,17 @@ describe('DsStreams.write', () => {
     expect(log.asserted).toEqual([3, 4]);
   });
 
-  it('decides each queued write against the state the earlier ones leave, and answers refusals after the commit', async () => {
+  it('without batchWrites (the Worker host) every queued write commits alone, in order', async () => {
     const log = scriptedLog();
     const streams = new DsStreams(log.service, () => 0);
+    const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    expect(await Promise.all([write('a'), write('b'), write('c')])).toEqual([3, 4, 5]);
+    expect(log.asserted).toEqual([3, 4, 5]);
+  });
+
+  it('decides each queued write against the state the earlier ones leave, and answers refusals after the commit', async () => {
+    const log = scriptedLog();
+    const streams = new DsStreams(log.service, () => 0, true);
     const closing = streams.write(null, '/s', () => ({ inputs: [{ type: CLOSED_TYPE, payload: {} }], done: (after) => `closed at ${after.head}` }));
     // The refusal is decided against the closure still to commit, so it is answered only once that has.
     let eventsWhenRefused = 0;
@@ -148,7 +156,7 @@ describe('DsStreams.write', () => {
 
   it('decides a batch again when another writer got in between', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0);
+    const streams = new DsStreams(log.service, () => 0, true);
     await streams.load(null, '/s');
     log.intrude(1);
     const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
@@ -166,7 +174,7 @@ describe('DsStreams.write', () => {
         return log.service.append(p, path, inputs);
       },
     } as unknown as StreamService;
-    const streams = new DsStreams(picky, () => 0);
+    const streams = new DsStreams(picky, () => 0, true);
     const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
     const results = await Promise.allSettled([write('a'), write('huge'), write('c')]);
     expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as RivuletError).code))).toEqual([3, 'PAYLOAD_TOO_LARGE', 4]);

@@ -8,9 +8,10 @@
  * refused whole, the state is brought up to date and the write decides again. Writes of one
  * process to one stream also queue behind each other, so they never refuse one another.
  *
- * Queued writes to one stream commit together (docs/durable-streams.md "Speed"): the writes that
- * arrive while the stream's previous commit is under way are decided in order, each against the
- * state the earlier ones leave, and committed as one atomic append, so they share one fsync
+ * Queued writes to one stream commit together where the host allows it (`batchWrites`, the Node
+ * host; docs/durable-streams.md "State"): the writes that arrive while the stream's previous
+ * commit is under way are decided in order, each against the state the earlier ones leave, and
+ * committed as one atomic append, so they share one fsync
  * instead of taking one each. Each is answered after that commit, with the state after its own
  * events. If that append is refused other than by the offset assertion (one write's message too
  * large, say), the writes are committed one by one instead, so each gets its own answer.
@@ -45,6 +46,12 @@ export class DsStreams {
   constructor(
     readonly service: StreamService,
     private readonly now: () => number,
+    /**
+     * Whether queued writes commit together (see the header). Only where one request may settle
+     * another's answer: workerd cancels a request that waits on work another request does, so
+     * the Worker host leaves it off and each request there commits its own write.
+     */
+    private readonly batchWrites = false,
   ) {}
 
   /**
@@ -137,6 +144,7 @@ export class DsStreams {
    * write that waits for the stream's queue joins the writes waiting with it (see the header).
    */
   write<T>(projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
+    if (!this.batchWrites) return this.exclusive(projectId, path, () => this.writeAlone(projectId, path, decide));
     const key = keyOf(projectId, path);
     return new Promise<T>((resolve, reject) => {
       const queued: QueuedWrite = { decide, resolve: resolve as (answer: unknown) => void, reject };
