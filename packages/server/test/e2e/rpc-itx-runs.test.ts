@@ -10,10 +10,19 @@
  * that holds the next event far beyond the test's deadlines. The delivery timeout is 15 s, so held
  * calls do not time out meanwhile.
  *
+ * Holding a call: the server starts a run's first delivery as soon as the command that starts the
+ * run commits, at the same time as it answers that command; nothing orders the worker's call
+ * before or after the test reads the answer (on Node 24 the call often came first). So a hold is
+ * planned before the command that starts the run, by path and by which run it is for, never by an
+ * offset only the command's answer tells. The seek test forces the order that broke the earlier
+ * form of this test: it reads the seek's answer only once the new run's call has reached the worker.
+ *
  * Synchronisation: calls from the server and answers from the worker travel in order over one
  * WebSocket, and the server handles an answer with promise continuations only. So once a later
  * round trip on the worker's connection (`workers.has`) has come back, the server has finished
- * handling an answer the worker sent before it.
+ * handling an answer the worker sent before it. On the Worker host the answer reaches the project's
+ * hub object, which hands it back to the stream object before it answers the round trip; the
+ * runtime read that follows is a later request to that stream object.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, serveWorker, WorkerError, type ItxBatch, type ItxConnection } from '@rivulet/client';
@@ -35,8 +44,13 @@ let server: TestServer;
 let api: Api;
 let itx: ItxConnection;
 const calls: Call[] = [];
-/** Per run (cursorChangedAtSourceOffset): how the next calls of that run are answered. */
-const plans = new Map<number, Deferred<unknown>[]>();
+/** Calls to hold, in the order planned: the first plan a call matches answers it. */
+interface Plan {
+  path: string;
+  run(cursorChangedAtSourceOffset: number): boolean;
+  answer: Deferred<unknown>;
+}
+const plans: Plan[] = [];
 
 function itxCall(key: string, description: string, start: 'beginning' | 'now') {
   return configured({
@@ -47,14 +61,17 @@ function itxCall(key: string, description: string, start: 'beginning' | 'now') {
   });
 }
 
-/** The next call of run `generation` is held until the returned deferred is settled. */
-function hold(generation: number): Deferred<unknown> {
-  const d = deferred<unknown>();
-  const list = plans.get(generation) ?? [];
-  list.push(d);
-  plans.set(generation, list);
-  return d;
+/**
+ * The next call on `path` of a run `run` accepts (by its cursorChangedAtSourceOffset) is held until
+ * the returned deferred is settled. Plan it before whatever starts that call (see the note at the top).
+ */
+function hold(path: string, run: (cursorChangedAtSourceOffset: number) => boolean): Deferred<unknown> {
+  const answer = deferred<unknown>();
+  plans.push({ path, run, answer });
+  return answer;
 }
+
+const runOf = (generation: number) => (run: number) => run === generation;
 
 async function waitForCall(path: string, generation: number, offsets: number[]): Promise<Call> {
   return eventually(
@@ -77,8 +94,10 @@ beforeAll(async () => {
   const served = serveWorker(itx, WORKER, {
     processEventBatch: (batch) => {
       calls.push({ batch, offsets: batch.events.map((e) => e.offset) });
-      const planned = plans.get(batch.cursorChangedAtSourceOffset)?.shift();
-      return planned ? planned.promise : { ok: true };
+      const at = plans.findIndex((p) => p.path === batch.path && p.run(batch.cursorChangedAtSourceOffset));
+      if (at < 0) return { ok: true };
+      const [plan] = plans.splice(at, 1);
+      return plan!.answer.promise;
     },
   });
   await served.ready;
@@ -86,7 +105,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Release anything still held so no call outlives the suite.
-  for (const list of plans.values()) for (const d of list) d.resolve({ ok: true });
+  for (const plan of plans.splice(0)) plan.answer.resolve({ ok: true });
   itx?.close();
   await server?.close();
 });
@@ -99,7 +118,7 @@ describe('an old in-flight delivery belongs to its run', () => {
     it(`an old in-flight failure — ${label} — cannot delay or fail a same-key replacement`, async () => {
       const src = `/s39/replace/${label.includes('retryable: false') ? 'fatal' : 'retry'}`;
       const [v1] = await api.append(src, itxCall('k', 'v1', 'now'));
-      const held = hold(v1!.offset);
+      const held = hold(src, runOf(v1!.offset));
       const [e1] = await api.append(src, { type: 'job', payload: { n: 1 } });
       await waitForCall(src, v1!.offset, [e1!.offset]);
 
@@ -129,19 +148,26 @@ describe('an old in-flight delivery belongs to its run', () => {
   it('an old in-flight success cannot overwrite a newer cursor seek (setSubscriptionCursor while the call is held)', async () => {
     const src = '/s39/seek';
     const [cfg] = await api.append(src, itxCall('s', 'seek', 'now'));
-    const oldCall = hold(cfg!.offset);
+    const oldCall = hold(src, runOf(cfg!.offset));
     const jobs = await api.append(src, [1, 2, 3, 4].map((n) => ({ type: 'job', payload: { n } })));
     const [j1] = jobs;
     await waitForCall(src, cfg!.offset, offsetsOf(jobs));
 
-    // Seek back while the old call is held: a new run replays from after j1. Hold its call too,
-    // so that the cursor stays at the seek while the old success comes back.
-    const res = await command(api, src, 'setSubscriptionCursor', { subscriptionKey: 's', afterOffset: j1!.offset });
+    // Seek back while the old call is held: a new run replays from after j1. Its call is held too,
+    // so that the cursor stays at the seek while the old success comes back; the hold is planned
+    // before the seek, for whichever run is not the old one.
+    const newCall = hold(src, (run) => run !== cfg!.offset);
+    const seeking = command(api, src, 'setSubscriptionCursor', { subscriptionKey: 's', afterOffset: j1!.offset });
+    // The new run's call reaches the worker before the test reads the seek's answer.
+    const first = await eventually(
+      () => calls.find((c) => c.batch.path === src && c.batch.cursorChangedAtSourceOffset !== cfg!.offset),
+      `the new run's call on ${src}`,
+    );
+    const res = await seeking;
     expect(res.status, res.text).toBe(200);
     const seek = (res.body as { event: CommittedEvent }).event;
-    const newCall = hold(seek.offset);
     const replay = offsetsOf(jobs.slice(1));
-    await waitForCall(src, seek.offset, replay);
+    expect([first.batch.cursorChangedAtSourceOffset, first.offsets]).toEqual([seek.offset, replay]);
 
     oldCall.resolve({ ok: true });
     await flushWorkerConnection();
