@@ -22,6 +22,9 @@
  *   node bench/receivers/post-ab.mjs [--posts N] [--rounds N] [--warmup N] [--only NAME,…]
  *
  * (--only: these clients alone, e.g. to trace one client's system calls; ratios need node-http and raw-one.)
+ * --time-writes: also times every native socket write (the TCP handle's write and writev, wrapped
+ * through the deprecated process.binding) per client: on loopback, a write that wakes the receiver
+ * may return only after the receiver has run, so this is wall time inside the call, not CPU.
  */
 import os from 'node:os';
 import http from 'node:http';
@@ -40,12 +43,33 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '3000' },
     only: { type: 'string' },
     out: { type: 'string' },
+    'time-writes': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
   },
 });
 const POSTS = Number(flags.posts);
 const ROUNDS = Number(flags.rounds);
 const WARMUP = Number(flags.warmup);
+
+/** Per client and native write method: calls and µs inside them (--time-writes). */
+const writeTimes = {};
+let running = 'setup';
+if (flags['time-writes']) {
+  const { TCP } = process.binding('tcp_wrap');
+  for (const method of ['writev', 'writeBuffer', 'writeLatin1String', 'writeUtf8String']) {
+    const native = TCP.prototype[method];
+    TCP.prototype[method] = function timed(...args) {
+      const t0 = performance.now();
+      const result = native.apply(this, args);
+      const spent = (performance.now() - t0) * 1000;
+      const key = `${running} ${method}`;
+      writeTimes[key] ??= { calls: 0, us: 0 };
+      writeTimes[key].calls++;
+      writeTimes[key].us += spent;
+      return result;
+    };
+  }
+}
 
 const { nodeOutbound } = await import(pathToFileURL(join(root, 'packages/server/dist/hosts/node/outbound.js')).href);
 const receiver = await startLineChild(join(root, 'bench/receivers/webhook-receiver.mjs'), [], 'webhook receiver');
@@ -134,6 +158,7 @@ const made = Object.fromEntries(names.map((n) => [n, clients[n]()]));
 
 async function loop(name, count) {
   const client = made[name];
+  running = name;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < count; i++) await client.post();
@@ -172,10 +197,14 @@ try {
       `  ${n.padEnd(10)} wall ${med[n].wallUs.toFixed(1)} µs, cpu ${med[n].cpuUs.toFixed(1)} µs; POSTs/s vs node-http ${(1 / ratio(n, 'node-http', 'wallUs')).toFixed(2)}x, cpu vs raw-one ${ratio(n, 'raw-one', 'cpuUs').toFixed(2)}x`,
     );
   }
+  if (flags['time-writes']) {
+    console.log('\nnative socket writes (wall time inside the call), warm-up included:');
+    for (const [key, t] of Object.entries(writeTimes)) if (!key.startsWith('setup')) console.log(`  ${key}: ${t.calls} calls, ${(t.us / t.calls).toFixed(1)} µs each`);
+  }
   console.log(`load ${load()} at end`);
   if (!flags['no-write']) {
     const machine = { node: process.version, nproc: os.availableParallelism(), loadAverageAtStart: loadAtStart, loadAverageAtEnd: os.loadavg() };
-    writeResult('receivers-post-ab', startedAt, { machine, config: { posts: POSTS, rounds: ROUNDS, warmup: WARMUP, clients: names }, medians: med, rounds: results }, flags.out);
+    writeResult('receivers-post-ab', startedAt, { machine, config: { posts: POSTS, rounds: ROUNDS, warmup: WARMUP, clients: names }, medians: med, rounds: results, ...(flags['time-writes'] ? { writeTimes } : {}) }, flags.out);
   }
 } finally {
   for (const n of names) await made[n].close();
