@@ -1,0 +1,511 @@
+/**
+ * JSONata's regular expressions on a linear-time engine (protocol §16.8): a JavaScript pattern,
+ * as JSONata parsed it (flags `i`, `m`; no `u`), is translated into RE2 syntax and run by re2js,
+ * whose time is linear in the input whatever the pattern. JSONata constructs its regex engine
+ * with the parsed RegExp and calls `exec` from `lastIndex` (its `RegexEngine` option); `LinearRegExp`
+ * answers the same as RegExp would for every pattern `linearRegexRefusal` does not refuse.
+ *
+ * The translation keeps JavaScript's meaning where RE2's differs:
+ * - a non-`u` pattern matches UTF-16 code units, RE2 matches code points: each surrogate code unit
+ *   is moved, in the pattern and in an input that holds one, to a code point of its own above the
+ *   BMP (U+10000 + unit − U+D800), and positions are mapped back;
+ * - every character, class and escape (`.`, `\s`, `\w`, `\d`, …) is written out as an explicit
+ *   set of code units, so `.` leaves out `\r`, U+2028 and U+2029 as in JavaScript, and `\s` holds
+ *   JavaScript's whitespace;
+ * - `i` is JavaScript's case folding (each code unit with its upper case, never from non-ASCII to
+ *   ASCII), written out per character instead of RE2's Unicode folding (`k` does not match the
+ *   Kelvin sign);
+ * - under `m`, `^` also follows `\r`, U+2028 and U+2029 (a lookbehind, which re2js runs in linear
+ *   time) and a `$` that ends the pattern also precedes them (it takes the terminator into the
+ *   match, which is then cut back).
+ * What cannot be kept is refused (`linearRegexRefusal`), see protocol §16.8.
+ */
+import { RegExpParser, type AST } from '@eslint-community/regexpp';
+import { RE2JS } from 're2js';
+
+/** A pattern the linear engine cannot run with JavaScript's meaning; the message says why. */
+export class RegexRefused extends Error {
+  override readonly name = 'RegexRefused';
+}
+
+// ---------------------------------------------------------------- sets of UTF-16 code units
+
+/** Sorted, disjoint, inclusive ranges of code units: [lo0, hi0, lo1, hi1, …]. */
+type Ranges = number[];
+const MAX_UNIT = 0xffff;
+
+function normalise(pairs: Array<[number, number]>): Ranges {
+  pairs.sort((a, b) => a[0] - b[0]);
+  const out: Ranges = [];
+  for (const [lo, hi] of pairs) {
+    const last = out.length - 1;
+    if (last > 0 && lo <= out[last]! + 1) out[last] = Math.max(out[last]!, hi);
+    else out.push(lo, hi);
+  }
+  return out;
+}
+
+function union(sets: Ranges[]): Ranges {
+  const pairs: Array<[number, number]> = [];
+  for (const set of sets) for (let i = 0; i < set.length; i += 2) pairs.push([set[i]!, set[i + 1]!]);
+  return normalise(pairs);
+}
+
+function complement(set: Ranges): Ranges {
+  const out: Ranges = [];
+  let next = 0;
+  for (let i = 0; i < set.length; i += 2) {
+    if (set[i]! > next) out.push(next, set[i]! - 1);
+    next = set[i + 1]! + 1;
+  }
+  if (next <= MAX_UNIT) out.push(next, MAX_UNIT);
+  return out;
+}
+
+const of = (...units: number[]): Ranges => normalise(units.map((u) => [u, u]));
+const range = (lo: number, hi: number): Ranges => [lo, hi];
+
+const DIGIT = range(0x30, 0x39);
+const WORD = union([DIGIT, range(0x41, 0x5a), of(0x5f), range(0x61, 0x7a)]);
+// JavaScript's WhiteSpace and LineTerminator (what `\s` matches).
+const SPACE = union([range(0x09, 0x0d), of(0x20, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff), range(0x2000, 0x200a)]);
+const LINE_TERMINATORS = of(0x0a, 0x0d, 0x2028, 0x2029);
+const DOT = complement(LINE_TERMINATORS);
+
+// ---------------------------------------------------------------- JavaScript's case folding
+
+interface Folding {
+  /** Canonicalize(ch) for each code unit. */
+  canon: Uint16Array;
+  /** The code units that share their canonical form with another, ascending. */
+  folding: number[];
+  /** For such a canonical form, every code unit that has it. */
+  orbit: Map<number, number[]>;
+}
+let folding: Folding | undefined;
+
+/** ECMAScript's Canonicalize(ch) for a non-`u` pattern with `i`: the upper case, when it is one unit and not ASCII from non-ASCII. */
+function foldingTable(): Folding {
+  if (!folding) {
+    const canon = new Uint16Array(MAX_UNIT + 1);
+    const orbit = new Map<number, number[]>();
+    for (let ch = 0; ch <= MAX_UNIT; ch++) {
+      const upper = String.fromCharCode(ch).toUpperCase();
+      const cu = upper.length === 1 ? upper.charCodeAt(0) : ch;
+      const c = ch >= 128 && cu < 128 ? ch : cu;
+      canon[ch] = c;
+      const members = orbit.get(c);
+      if (members) members.push(ch);
+      else orbit.set(c, [ch]);
+    }
+    for (const [c, members] of orbit) if (members.length === 1) orbit.delete(c);
+    const shared = [...orbit.values()].flat().sort((a, b) => a - b);
+    folding = { canon, folding: shared, orbit };
+  }
+  return folding;
+}
+
+function contains(set: Ranges, unit: number): boolean {
+  let lo = 0;
+  let hi = set.length / 2 - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (unit < set[mid * 2]!) hi = mid - 1;
+    else if (unit > set[mid * 2 + 1]!) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/** Every code unit whose canonical form is that of a member of the set: what the set matches under `i`. */
+function caseClosed(set: Ranges): Ranges {
+  const { canon, folding: shared, orbit } = foldingTable();
+  const extra: Array<[number, number]> = [];
+  for (const unit of shared) {
+    if (contains(set, unit)) for (const m of orbit.get(canon[unit]!)!) extra.push([m, m]);
+  }
+  return extra.length === 0 ? set : union([set, normalise(extra)]);
+}
+
+// ---------------------------------------------------------------- writing RE2 syntax
+
+// Surrogate code units become code points of their own above the BMP, so that RE2 never reads a
+// pair of them as one character (a non-`u` JavaScript pattern sees two).
+const SURROGATE_LO = 0xd800;
+const SURROGATE_HI = 0xdfff;
+const MOVED = 0x10000 - SURROGATE_LO;
+
+const hex = (n: number): string => `\\x{${n.toString(16)}}`;
+
+function runeRanges(set: Ranges): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (let i = 0; i < set.length; i += 2) {
+    const lo = set[i]!;
+    const hi = set[i + 1]!;
+    for (const [a, b, shift] of [
+      [0, SURROGATE_LO - 1, 0],
+      [SURROGATE_LO, SURROGATE_HI, MOVED],
+      [SURROGATE_HI + 1, MAX_UNIT, 0],
+    ] as const) {
+      const from = Math.max(lo, a);
+      const to = Math.min(hi, b);
+      if (from <= to) out.push([from + shift, to + shift]);
+    }
+  }
+  return out;
+}
+
+function writeSet(set: Ranges): string {
+  const runes = runeRanges(set);
+  if (runes.length === 0) return '[^\\x{0}-\\x{10ffff}]';
+  if (runes.length === 1 && runes[0]![0] === runes[0]![1]) return hex(runes[0]![0]);
+  return `[${runes.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('')}]`;
+}
+
+// ---------------------------------------------------------------- translation
+
+interface Translation {
+  /** The compiled pattern. */
+  re2: RE2JS;
+  /** For each JavaScript group 1…n, its group number in the RE2 pattern. */
+  groups: number[];
+  /** RE2 groups that take part when a final `$` under `m` took a line terminator into the match. */
+  markers: number[];
+}
+
+// RE2's limit on a repetition count.
+const MAX_REPEAT = 1000;
+const parser = new RegExpParser({ ecmaVersion: 2025 });
+
+function parse(source: string): AST.Pattern {
+  try {
+    return parser.parsePattern(source, 0, source.length, { unicode: false, unicodeSets: false });
+  } catch (error) {
+    throw new RegexRefused(`it is not a regular expression the linear-time engine can read (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
+type Node = AST.Alternative | AST.Element | AST.CharacterClassElement;
+
+/** Whether the node can match the empty string. */
+function nullable(node: Node): boolean {
+  switch (node.type) {
+    case 'Alternative':
+      return node.elements.every(nullable);
+    case 'Group':
+    case 'CapturingGroup':
+      return node.alternatives.some(nullable);
+    case 'Quantifier':
+      return node.min === 0 || nullable(node.element);
+    case 'Assertion':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Whether every match of `node` passes through `target`. */
+function certain(node: Node, target: AST.CapturingGroup): boolean {
+  if (node === target) return true;
+  switch (node.type) {
+    case 'Alternative':
+      return node.elements.some((e) => certain(e, target));
+    case 'Group':
+    case 'CapturingGroup':
+      return node.alternatives.every((a) => certain(a, target));
+    case 'Quantifier':
+      return node.min >= 1 && certain(node.element, target);
+    default:
+      return false;
+  }
+}
+
+/** Whether nothing can follow the node in a match: each enclosing part ends with it, and none repeats. */
+function final(node: AST.Node): boolean {
+  for (let n: AST.Node = node; n.type !== 'Pattern'; ) {
+    const parent: AST.Node | null = n.parent;
+    if (!parent) return false;
+    if (parent.type === 'Alternative') {
+      if (parent.elements[parent.elements.length - 1] !== n) return false;
+    } else if (parent.type !== 'Group' && parent.type !== 'CapturingGroup' && parent.type !== 'Pattern') {
+      return false;
+    }
+    n = parent;
+  }
+  return true;
+}
+
+const shown = (node: AST.Node): string => `\`${node.raw}\``;
+
+class Writer {
+  private nextGroup = 1;
+  readonly groups: number[] = [];
+  readonly markers: number[] = [];
+  lookbehind = false;
+
+  constructor(
+    private readonly ignoreCase: boolean,
+    private readonly multiline: boolean,
+  ) {}
+
+  private set(set: Ranges): string {
+    return writeSet(this.ignoreCase ? caseClosed(set) : set);
+  }
+
+  private characterSet(node: AST.CharacterSet): Ranges {
+    switch (node.kind) {
+      case 'any':
+        return DOT;
+      case 'digit':
+        return node.negate ? complement(DIGIT) : DIGIT;
+      case 'space':
+        return node.negate ? complement(SPACE) : SPACE;
+      case 'word':
+        return node.negate ? complement(WORD) : WORD;
+      default:
+        throw new RegexRefused(`${shown(node)} is not supported by the linear-time engine`);
+    }
+  }
+
+  private classElement(node: AST.CharacterClassElement): Ranges {
+    switch (node.type) {
+      case 'Character':
+        return of(node.value);
+      case 'CharacterClassRange':
+        return range(node.min.value, node.max.value);
+      case 'CharacterSet':
+        return this.characterSet(node);
+      default:
+        throw new RegexRefused(`${shown(node)} is not supported by the linear-time engine`);
+    }
+  }
+
+  alternatives(list: AST.Alternative[]): string {
+    return list.map((a) => this.alternative(a)).join('|');
+  }
+
+  private alternative(node: AST.Alternative): string {
+    return node.elements.length === 0 ? '(?:)' : node.elements.map((e) => this.element(e)).join('');
+  }
+
+  private element(node: AST.Element): string {
+    switch (node.type) {
+      case 'Character':
+        return this.set(of(node.value));
+      case 'CharacterSet':
+        return this.set(this.characterSet(node));
+      case 'CharacterClass': {
+        if (node.unicodeSets) throw new RegexRefused(`${shown(node)} is not supported by the linear-time engine`);
+        const set = union(node.elements.map((e) => this.classElement(e)));
+        // A negated class under `i` refuses what the class would match under `i` (ECMAScript's CharacterSetMatcher).
+        const closed = this.ignoreCase ? caseClosed(set) : set;
+        return writeSet(node.negate ? complement(closed) : closed);
+      }
+      case 'Group':
+        if (node.modifiers) throw new RegexRefused(`${shown(node)} uses inline flags, which the linear-time engine does not support`);
+        return `(?:${this.alternatives(node.alternatives)})`;
+      case 'CapturingGroup': {
+        const n = this.nextGroup++;
+        this.groups.push(n);
+        return `(${this.alternatives(node.alternatives)})`;
+      }
+      case 'Quantifier':
+        return this.quantifier(node);
+      case 'Assertion':
+        return this.assertion(node);
+      case 'Backreference':
+        throw new RegexRefused(`${shown(node)} is a backreference, which cannot be bounded in time`);
+      default:
+        throw new RegexRefused(`${shown(node)} is not supported by the linear-time engine`);
+    }
+  }
+
+  private quantifier(node: AST.Quantifier): string {
+    const { min, max } = node;
+    if (min > MAX_REPEAT || (max !== Infinity && max > MAX_REPEAT)) {
+      throw new RegexRefused(`${shown(node)} repeats more than ${MAX_REPEAT} times, the most the linear-time engine allows`);
+    }
+    if (max > min && nullable(node.element)) {
+      throw new RegexRefused(`${shown(node)} repeats a part that can match the empty string, which the linear-time engine matches differently`);
+    }
+    if (max > 1) {
+      for (const group of capturesWithin(node.element)) {
+        if (!certain(node.element, group)) {
+          throw new RegexRefused(`${shown(node)} repeats a capturing group ${shown(group)} that some repetitions skip, which the linear-time engine captures differently (use a non-capturing group)`);
+        }
+      }
+    }
+    const body = this.element(node.element);
+    const suffix = node.greedy ? '' : '?';
+    let count: string;
+    if (min === 0 && max === Infinity) count = '*';
+    else if (min === 1 && max === Infinity) count = '+';
+    else if (min === 0 && max === 1) count = '?';
+    else if (max === Infinity) count = `{${min},}`;
+    else if (min === max) count = `{${min}}`;
+    else count = `{${min},${max}}`;
+    return `(?:${body})${count}${suffix}`;
+  }
+
+  private assertion(node: AST.Assertion): string {
+    switch (node.kind) {
+      case 'start':
+        if (!this.multiline) return '\\A';
+        this.lookbehind = true;
+        return `(?:(?m:^)|(?<=${writeSet(of(0x0d, 0x2028, 0x2029))}))`;
+      case 'end': {
+        if (!this.multiline) return '\\z';
+        if (!final(node)) throw new RegexRefused(`${shown(node)} under the m flag is supported by the linear-time engine only at the end of the pattern`);
+        const marker = this.nextGroup++;
+        this.markers.push(marker);
+        return `(?:(?m:$)|()${writeSet(of(0x0d, 0x2028, 0x2029))})`;
+      }
+      case 'word':
+        return node.negate ? '\\B' : '\\b';
+      default:
+        throw new RegexRefused(`${shown(node)} is a lookaround, which cannot be bounded in time`);
+    }
+  }
+}
+
+function capturesWithin(node: Node): AST.CapturingGroup[] {
+  const out: AST.CapturingGroup[] = [];
+  const walk = (n: Node): void => {
+    if (n.type === 'CapturingGroup') out.push(n);
+    if (n.type === 'Alternative') n.elements.forEach(walk);
+    else if (n.type === 'Group' || n.type === 'CapturingGroup') n.alternatives.forEach(walk);
+    else if (n.type === 'Quantifier') walk(n.element);
+  };
+  walk(node);
+  return out;
+}
+
+function translate(source: string, flags: string): Translation {
+  for (const flag of flags) {
+    if (flag !== 'g' && flag !== 'i' && flag !== 'm') throw new RegexRefused(`the flag ${flag} is not supported by the linear-time engine`);
+  }
+  const writer = new Writer(flags.includes('i'), flags.includes('m'));
+  const pattern = writer.alternatives(parse(source).alternatives);
+  try {
+    const re2 = RE2JS.compile(pattern, writer.lookbehind ? RE2JS.LOOKBEHINDS : 0);
+    return { re2, groups: writer.groups, markers: writer.markers };
+  } catch (error) {
+    throw new RegexRefused(`the linear-time engine cannot run it (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
+const CACHE_LIMIT = 500;
+const translations = new Map<string, Translation>();
+
+function translated(source: string, flags: string): Translation {
+  const key = `${flags}/${source}`;
+  let t = translations.get(key);
+  if (!t) {
+    t = translate(source, flags);
+    if (translations.size >= CACHE_LIMIT) translations.clear();
+    translations.set(key, t);
+  }
+  return t;
+}
+
+/**
+ * Why the linear engine would not run this pattern with JavaScript's meaning, or undefined when
+ * it would (for refusing an expression when it is configured).
+ */
+export function linearRegexRefusal(source: string, flags: string): string | undefined {
+  try {
+    translated(source, flags);
+    return undefined;
+  } catch (error) {
+    if (error instanceof RegexRefused) return error.message;
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------- matching
+
+const HAS_SURROGATE = /[\ud800-\udfff]/;
+
+/** The input as RE2 reads it, with the maps of positions between the two (undefined: the same). */
+function prepared(input: string): { text: string; back: Int32Array | undefined; forth: Int32Array | undefined } {
+  if (!HAS_SURROGATE.test(input)) return { text: input, back: undefined, forth: undefined };
+  const parts: string[] = [];
+  const forth = new Int32Array(input.length + 1);
+  const back = new Int32Array(input.length * 2 + 1).fill(-1);
+  let length = 0;
+  for (let i = 0; i < input.length; i++) {
+    const unit = input.charCodeAt(i);
+    forth[i] = length;
+    back[length] = i;
+    if (unit >= SURROGATE_LO && unit <= SURROGATE_HI) {
+      parts.push(String.fromCodePoint(unit + MOVED));
+      length += 2;
+    } else {
+      parts.push(input[i]!);
+      length += 1;
+    }
+  }
+  forth[input.length] = length;
+  back[length] = input.length;
+  return { text: parts.join(''), back, forth };
+}
+
+/**
+ * What JSONata's `RegexEngine` option takes: constructed with the RegExp JSONata parsed, it
+ * matches like it (a global RegExp: `exec` from `lastIndex`, which it moves) on the linear engine.
+ */
+export class LinearRegExp {
+  lastIndex = 0;
+  readonly source: string;
+  readonly flags: string;
+  private readonly translation: Translation;
+
+  constructor(pattern: RegExp | string, flags?: string) {
+    this.source = typeof pattern === 'string' ? pattern : pattern.source;
+    this.flags = flags ?? (typeof pattern === 'string' ? '' : pattern.flags);
+    this.translation = translated(this.source, this.flags);
+  }
+
+  exec(value: string): RegExpExecArray | null {
+    const input = String(value);
+    const from = this.lastIndex;
+    if (from > input.length) {
+      this.lastIndex = 0;
+      return null;
+    }
+    const { re2, groups, markers } = this.translation;
+    const { text, back, forth } = prepared(input);
+    const matcher = re2.matcher(text);
+    if (!matcher.find(forth ? forth[from]! : from)) {
+      this.lastIndex = 0;
+      return null;
+    }
+    const at = (n: number): number => (back ? back[n]! : n);
+    const start = at(matcher.start(0));
+    let end = at(matcher.end(0));
+    // A final `$` under `m` took a line terminator (one unit) into the match: cut it off again,
+    // from the match and from every group that ends with it.
+    const cut = markers.some((g) => matcher.start(g) >= 0) ? 1 : 0;
+    const fullEnd = end;
+    end -= cut;
+    const result = [input.slice(start, end)] as unknown as RegExpExecArray;
+    for (const g of groups) {
+      const gs = matcher.start(g);
+      if (gs < 0) {
+        result.push(undefined as unknown as string);
+      } else {
+        let ge = at(matcher.end(g));
+        if (cut && ge === fullEnd) ge -= cut;
+        result.push(input.slice(at(gs), ge));
+      }
+    }
+    result.index = start;
+    result.input = input;
+    this.lastIndex = end;
+    return result;
+  }
+
+  test(value: string): boolean {
+    return this.exec(value) !== null;
+  }
+}
