@@ -4,6 +4,8 @@
  * position and token kept for the answer. Every evaluation runs under a budget of time and memory
  * enforced while it runs (protocol §16.8, core/expression-budget.ts). Results are copied to plain
  * JSON before they leave, because JSONata builds objects with a null prototype that serialisers refuse.
+ * Regular expressions run on V8's engine or, where the host asks for it, on a linear-time one
+ * (core/regex-engine.ts, protocol §16.8).
  */
 import jsonata from 'jsonata';
 import { RivuletError } from '@rivulet/contract';
@@ -22,6 +24,7 @@ import {
   type ExpressionBudget,
   type ExpressionLimits,
 } from './expression-budget.js';
+import { LinearRegExp, linearRegexRefusal } from './regex-engine.js';
 
 type Expression = ReturnType<typeof jsonata>;
 
@@ -87,9 +90,24 @@ const onExit: Hook = (node, _input, environment, result) => {
   (environment.base.lookup(METER) as Meter | undefined)?.produced(node, result);
 };
 
+/** Which engine runs JSONata's regular expressions: V8's own, or the linear-time one (protocol §16.8). */
+export type RegexEngineChoice = 'native' | 'linear';
+let regexEngine: RegexEngineChoice = 'native';
+
+/**
+ * Chooses the engine of every regular expression evaluated from now on (a host chooses once, at
+ * start: the Worker host the linear one, since workerd takes no V8 flags).
+ */
+export function useRegexEngine(engine: RegexEngineChoice): void {
+  if (engine === regexEngine) return;
+  regexEngine = engine;
+  cache.clear();
+  cached = 0;
+}
+
 function parse(source: string, cap: number): Expression {
   try {
-    return jsonata(source, { sequence: cap });
+    return jsonata(source, regexEngine === 'linear' ? { sequence: cap, RegexEngine: LinearRegExp as unknown as RegExpConstructor } : { sequence: cap });
   } catch (error) {
     throw wrap(error);
   }
@@ -173,6 +191,15 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
       jsonataCode: 'TIME_BUDGET',
     });
   }
+  for (const literal of regexLiterals(expression.ast())) {
+    const reason = linearRegexRefusal(literal.source, literal.flags);
+    if (reason !== undefined) {
+      throw new RivuletError('INVALID_INPUT', `${field} uses a regular expression that cannot be bounded in time with JavaScript's meaning: ${reason}: /${literal.source}/`, {
+        field,
+        jsonataCode: 'TIME_BUDGET',
+      });
+    }
+  }
   const cap = sequenceCap(limits);
   const size = literalRangeOver(expression.ast(), cap);
   if (size !== undefined) {
@@ -181,6 +208,22 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
       jsonataCode: 'MEMORY_BUDGET',
     });
   }
+}
+
+/** The regular expression literals of a JSONata syntax tree. */
+function regexLiterals(ast: unknown): RegExp[] {
+  const found: RegExp[] = [];
+  const pending: unknown[] = [ast];
+  const seen = new Set<object>();
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    seen.add(node);
+    const n = node as { type?: unknown; value?: unknown };
+    if (n.type === 'regex' && n.value instanceof RegExp) found.push(n.value);
+    for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
+  }
+  return found;
 }
 
 /**
