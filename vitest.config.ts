@@ -39,6 +39,7 @@ const workerE2e = [
   'processors-registration',
   'processors-protocol',
   'expression-budgets',
+  'expression-regex',
   'read-etag',
   'metrics-alerting',
   'durable-streams',

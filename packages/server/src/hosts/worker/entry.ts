@@ -28,6 +28,7 @@ import {
 import type { Hono } from 'hono';
 import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
 import type { CopyBatch } from '../../core/copy-builder.js';
+import { useRegexEngine } from '../../core/jsonata.js';
 import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import { createApp } from '../../http/app.js';
@@ -48,6 +49,8 @@ import { applyRollup, metricsRegistryName, type MetricsReport } from './metrics-
 import { answer, unwrap } from './wire.js';
 
 const RPC_PATH = '/v1/rpc';
+// workerd takes no V8 flags: JSONata's regular expressions run on the linear-time engine (protocol §16.8).
+useRegexEngine('linear');
 // One logger per isolate; its level is the RIVULET_LOG_LEVEL of the env each entrance is given.
 const logger = createWorkerLogger();
 const configureLogs = (env: WorkerEnv): void => logger.setLevel(workerLogLevel(env.RIVULET_LOG_LEVEL));
