@@ -97,6 +97,36 @@ describe('LinearRegExp answers as RegExp', () => {
     }
   });
 
+  it('one instance on one input, from any lastIndex, forwards and backwards', () => {
+    const input = 'a\rab\nba\r\na😀a';
+    for (const [source, flags] of [
+      ['^a', 'm'],
+      ['a$', 'm'],
+      ['\\ba|b', ''],
+    ] as const) {
+      const native = new RegExp(source, `${flags}g`);
+      const linear = new LinearRegExp(native);
+      for (const from of [0, 3, 1, 9, 2, 12, 0, 5, 4]) {
+        native.lastIndex = from;
+        linear.lastIndex = from;
+        const n = native.exec(input);
+        const l = linear.exec(input);
+        expect([l && [...l], l?.index, linear.lastIndex], `/${source}/${flags} from ${from}`).toEqual([n && [...n], n?.index, native.lastIndex]);
+      }
+    }
+  });
+
+  it('walks many matches of a lookbehind-translated anchor in linear time', () => {
+    const input = 'a\r'.repeat(50_000);
+    const t0 = performance.now();
+    const steps = walk(new LinearRegExp(/^a/gm), input, 0, 60_000);
+    expect(steps).toHaveLength(50_001);
+    expect(steps[49_999]).toEqual({ index: 99_998, groups: ['a'], lastIndex: 99_999 });
+    // Each match reading the input again from its start (its surrogates, a lookbehind's state)
+    // would make this quadratic: minutes, not a second.
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  });
+
   it('answers the shape JSONata reads: index, input and one entry per group', () => {
     const m = new LinearRegExp(/(a)(x)?/g).exec('ba')!;
     expect([...m]).toEqual(['a', 'a', undefined]);

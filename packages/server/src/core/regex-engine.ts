@@ -459,6 +459,9 @@ export class LinearRegExp {
   readonly source: string;
   readonly flags: string;
   private readonly translation: Translation;
+  // The input of the last exec, as RE2 reads it, and its matcher: JSONata calls exec again and
+  // again on one string, each time from where the last match ended.
+  private last: { input: string; back: Int32Array | undefined; forth: Int32Array | undefined; matcher: ReturnType<RE2JS['matcher']> } | undefined;
 
   constructor(pattern: RegExp | string, flags?: string) {
     this.source = typeof pattern === 'string' ? pattern : pattern.source;
@@ -474,21 +477,25 @@ export class LinearRegExp {
       return null;
     }
     const { re2, groups, markers } = this.translation;
-    const { text, back, forth } = prepared(input);
-    const matcher = re2.matcher(text);
+    let last = this.last;
+    if (!last || last.input !== input) {
+      const { text, back, forth } = prepared(input);
+      last = { input, back, forth, matcher: re2.matcher(text) };
+      this.last = last;
+    }
+    const { matcher, back, forth } = last;
     if (!matcher.find(forth ? forth[from]! : from)) {
       this.lastIndex = 0;
       return null;
     }
     const at = (n: number): number => (back ? back[n]! : n);
-    const start = at(matcher.start(0));
-    let end = at(matcher.end(0));
+    const matchStart = at(matcher.start(0));
+    const fullEnd = at(matcher.end(0));
     // A final `$` under `m` took a line terminator (one unit) into the match: cut it off again,
     // from the match and from every group that ends with it.
     const cut = markers.some((g) => matcher.start(g) >= 0) ? 1 : 0;
-    const fullEnd = end;
-    end -= cut;
-    const result = [input.slice(start, end)] as unknown as RegExpExecArray;
+    const end = fullEnd - cut;
+    const result = [input.slice(matchStart, end)] as unknown as RegExpExecArray;
     for (const g of groups) {
       const gs = matcher.start(g);
       if (gs < 0) {
@@ -499,7 +506,7 @@ export class LinearRegExp {
         result.push(input.slice(at(gs), ge));
       }
     }
-    result.index = start;
+    result.index = matchStart;
     result.input = input;
     this.lastIndex = end;
     return result;
