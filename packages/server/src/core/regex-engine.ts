@@ -164,13 +164,21 @@ function writeSet(set: Ranges): string {
 
 // ---------------------------------------------------------------- translation
 
-interface Translation {
+interface Compiled {
   /** The compiled pattern. */
   re2: RE2JS;
   /** For each JavaScript group 1…n, its group number in the RE2 pattern. */
   groups: number[];
   /** RE2 groups that take part when a final `$` under `m` took a line terminator into the match. */
   markers: number[];
+}
+
+interface Translation extends Compiled {
+  /**
+   * Under `m` with `^` or `$`: the pattern for an input whose only line terminator is `\n`, where
+   * RE2's own anchors mean JavaScript's (no lookbehind, which re2js runs on its slowest engine).
+   */
+  newlinesOnly?: Compiled;
 }
 
 // RE2's limit on a repetition count.
@@ -246,7 +254,12 @@ class Writer {
   constructor(
     private readonly ignoreCase: boolean,
     private readonly multiline: boolean,
+    /** Whether the input has no line terminator but `\n` (RE2's anchors under `m` are then JavaScript's). */
+    private readonly newlinesOnly = false,
   ) {}
+
+  /** Whether an anchor was written differently for inputs with other line terminators. */
+  lineAnchors = false;
 
   private set(set: Ranges): string {
     return writeSet(this.ignoreCase ? caseClosed(set) : set);
@@ -351,11 +364,15 @@ class Writer {
     switch (node.kind) {
       case 'start':
         if (!this.multiline) return '\\A';
+        this.lineAnchors = true;
+        if (this.newlinesOnly) return '(?m:^)';
         this.lookbehind = true;
         return `(?:(?m:^)|(?<=${writeSet(of(0x0d, 0x2028, 0x2029))}))`;
       case 'end': {
         if (!this.multiline) return '\\z';
         if (!final(node)) throw new RegexRefused(`${shown(node)} under the m flag is supported by the linear-time engine only at the end of the pattern`);
+        this.lineAnchors = true;
+        if (this.newlinesOnly) return '(?m:$)';
         const marker = this.nextGroup++;
         this.markers.push(marker);
         return `(?:(?m:$)|()${writeSet(of(0x0d, 0x2028, 0x2029))})`;
@@ -384,14 +401,19 @@ function translate(source: string, flags: string): Translation {
   for (const flag of flags) {
     if (flag !== 'g' && flag !== 'i' && flag !== 'm') throw new RegexRefused(`the flag ${flag} is not supported by the linear-time engine`);
   }
-  const writer = new Writer(flags.includes('i'), flags.includes('m'));
-  const pattern = writer.alternatives(parse(source).alternatives);
-  try {
-    const re2 = RE2JS.compile(pattern, writer.lookbehind ? RE2JS.LOOKBEHINDS : 0);
-    return { re2, groups: writer.groups, markers: writer.markers };
-  } catch (error) {
-    throw new RegexRefused(`the linear-time engine cannot run it (${error instanceof Error ? error.message : String(error)})`);
-  }
+  const ast = parse(source);
+  const written = (newlinesOnly: boolean): { compiled: Compiled; lineAnchors: boolean } => {
+    const writer = new Writer(flags.includes('i'), flags.includes('m'), newlinesOnly);
+    const pattern = writer.alternatives(ast.alternatives);
+    try {
+      const re2 = RE2JS.compile(pattern, writer.lookbehind ? RE2JS.LOOKBEHINDS : 0);
+      return { compiled: { re2, groups: writer.groups, markers: writer.markers }, lineAnchors: writer.lineAnchors };
+    } catch (error) {
+      throw new RegexRefused(`the linear-time engine cannot run it (${error instanceof Error ? error.message : String(error)})`);
+    }
+  };
+  const full = written(false);
+  return full.lineAnchors ? { ...full.compiled, newlinesOnly: written(true).compiled } : full.compiled;
 }
 
 const CACHE_LIMIT = 500;
@@ -425,6 +447,7 @@ export function linearRegexRefusal(source: string, flags: string): string | unde
 // ---------------------------------------------------------------- matching
 
 const HAS_SURROGATE = /[\ud800-\udfff]/;
+const OTHER_LINE_TERMINATOR = /[\r\u2028\u2029]/;
 
 /** The input as RE2 reads it, with the maps of positions between the two (undefined: the same). */
 function prepared(input: string): { text: string; back: Int32Array | undefined; forth: Int32Array | undefined } {
@@ -461,7 +484,7 @@ export class LinearRegExp {
   private readonly translation: Translation;
   // The input of the last exec, as RE2 reads it, and its matcher: JSONata calls exec again and
   // again on one string, each time from where the last match ended.
-  private last: { input: string; back: Int32Array | undefined; forth: Int32Array | undefined; matcher: ReturnType<RE2JS['matcher']> } | undefined;
+  private last: { input: string; back: Int32Array | undefined; forth: Int32Array | undefined; compiled: Compiled; matcher: ReturnType<RE2JS['matcher']> } | undefined;
 
   constructor(pattern: RegExp | string, flags?: string) {
     this.source = typeof pattern === 'string' ? pattern : pattern.source;
@@ -476,14 +499,16 @@ export class LinearRegExp {
       this.lastIndex = 0;
       return null;
     }
-    const { re2, groups, markers } = this.translation;
     let last = this.last;
     if (!last || last.input !== input) {
+      const { newlinesOnly } = this.translation;
+      const compiled = newlinesOnly && !OTHER_LINE_TERMINATOR.test(input) ? newlinesOnly : this.translation;
       const { text, back, forth } = prepared(input);
-      last = { input, back, forth, matcher: re2.matcher(text) };
+      last = { input, back, forth, compiled, matcher: compiled.re2.matcher(text) };
       this.last = last;
     }
     const { matcher, back, forth } = last;
+    const { groups, markers } = last.compiled;
     if (!matcher.find(forth ? forth[from]! : from)) {
       this.lastIndex = 0;
       return null;
