@@ -177,41 +177,27 @@ export class Meter {
  * refusing it when the expression is configured; undefined when there is none.
  */
 export function literalRangeOver(ast: unknown, cap: number): number | undefined {
-  const pending: unknown[] = [ast];
-  const seen = new Set<object>();
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
-    seen.add(node);
+  for (const node of astNodes(ast)) {
     const n = node as { type?: unknown; value?: unknown; lhs?: { type?: unknown; value?: unknown }; rhs?: { type?: unknown; value?: unknown } };
     if (n.type === 'binary' && n.value === '..' && n.lhs?.type === 'number' && n.rhs?.type === 'number') {
       const size = Number(n.rhs.value) - Number(n.lhs.value) + 1;
       if (size > cap) return size;
     }
-    for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
   }
   return undefined;
 }
 
-/**
- * The first regular expression in an expression's syntax tree that the Node host's linear-time
- * fallback cannot run — one with a backreference or a lookaround — for refusing it when the
- * expression is configured (protocol §16.8); undefined when there is none. A regex runs natively
- * in one step, so the meter cannot stop one that backtracks; V8 falls back to a linear-time
- * engine after excessive backtracking, but only for patterns without these constructs.
- */
-export function unboundedRegex(ast: unknown): string | undefined {
+/** Every object in a JSONata syntax tree, each once. */
+export function* astNodes(ast: unknown): Generator<object> {
   const pending: unknown[] = [ast];
   const seen = new Set<object>();
   while (pending.length > 0) {
     const node = pending.pop();
     if (typeof node !== 'object' || node === null || seen.has(node)) continue;
     seen.add(node);
-    const n = node as { type?: unknown; value?: unknown };
-    if (n.type === 'regex' && n.value instanceof RegExp && needsBacktracking(n.value.source)) return `/${n.value.source}/`;
+    yield node;
     for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
   }
-  return undefined;
 }
 
 /** A backreference (`\1`, `\k<name>`) or a lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) in a pattern's source. */

@@ -19,7 +19,8 @@ import {
   UNMETERED_STEP_SHARE,
   defaultExpressionLimits,
   literalRangeOver,
-  unboundedRegex,
+  astNodes,
+  needsBacktracking,
   sequenceCap,
   type ExpressionBudget,
   type ExpressionLimits,
@@ -184,14 +185,14 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
       jsonataCode: e.jsonataCode,
     });
   }
-  const regex = unboundedRegex(expression.ast());
-  if (regex !== undefined) {
-    throw new RivuletError('INVALID_INPUT', `${field} uses a regular expression with a backreference or a lookaround, which cannot be bounded in time: ${regex}`, {
-      field,
-      jsonataCode: 'TIME_BUDGET',
-    });
-  }
+  // Every regex runs on a linear-time engine (protocol §16.8): refused are the patterns it cannot run.
   for (const literal of regexLiterals(expression.ast())) {
+    if (needsBacktracking(literal.source)) {
+      throw new RivuletError('INVALID_INPUT', `${field} uses a regular expression with a backreference or a lookaround, which cannot be bounded in time: /${literal.source}/`, {
+        field,
+        jsonataCode: 'TIME_BUDGET',
+      });
+    }
     const reason = linearRegexRefusal(literal.source, literal.flags);
     if (reason !== undefined) {
       throw new RivuletError('INVALID_INPUT', `${field} uses a regular expression that cannot be bounded in time with JavaScript's meaning: ${reason}: /${literal.source}/`, {
@@ -213,15 +214,9 @@ export function checkJsonata(source: string, field: string, limits: ExpressionLi
 /** The regular expression literals of a JSONata syntax tree. */
 function regexLiterals(ast: unknown): RegExp[] {
   const found: RegExp[] = [];
-  const pending: unknown[] = [ast];
-  const seen = new Set<object>();
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
-    seen.add(node);
+  for (const node of astNodes(ast)) {
     const n = node as { type?: unknown; value?: unknown };
     if (n.type === 'regex' && n.value instanceof RegExp) found.push(n.value);
-    for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
   }
   return found;
 }
