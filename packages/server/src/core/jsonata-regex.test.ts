@@ -57,6 +57,14 @@ describe('JSONata on the linear engine', () => {
     expect(performance.now() - t0).toBeLessThan(5000);
   });
 
+  it('runs a regex that $eval parses at run time on the same engine, refusing there what it cannot run', async () => {
+    useRegexEngine('linear');
+    const t0 = performance.now();
+    expect(await evaluateJsonata('$eval("$contains(s, /(a+)+$/)")', { s: `${'a'.repeat(40)}b` }, budget())).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(5000);
+    await expect(evaluateJsonata('$eval("$contains(s, /(a)\\\\1/)")', { s: 'aa' }, budget())).rejects.toThrow(/eval: .*is a backreference, which cannot be bounded in time/);
+  });
+
   it('stops at a zero-length match as V8 does (D1004)', async () => {
     expect(await outcome('linear', '$match(s, /x*/)', { s: 'ab' })).toEqual(await outcome('native', '$match(s, /x*/)', { s: 'ab' }));
     expect(await outcome('linear', '$match(s, /x*/)', { s: 'ab' })).toEqual({ error: 'D1004' });
