@@ -154,6 +154,8 @@ describe('linearRegexRefusal', () => {
   it.each([
     ['a{1000}', ''],
     ['a{0,1000}', ''],
+    ['(?:a{100}){10}', ''],
+    ['(?:(?:a{10}){10}){10}', ''],
     ['(a*){3}', ''],
     ['(?:(a)b)+', ''],
     ['(?:(a)|(b))', ''],
@@ -173,6 +175,8 @@ describe('linearRegexRefusal', () => {
   it.each([
     ['a{1001}', '', '`a{1001}` repeats more than 1000 times, the most the linear-time engine allows'],
     ['a{2,1001}', '', '`a{2,1001}` repeats more than 1000 times, the most the linear-time engine allows'],
+    ['(?:a{100}){11}', '', 'it repeats a part more than 1000 times in all (nested repetition counts multiply), the most the linear-time engine allows'],
+    ['(?:(?:a{10}){10}){11}', '', 'it repeats a part more than 1000 times in all (nested repetition counts multiply), the most the linear-time engine allows'],
     ['(a*)*', '', '`(a*)*` repeats a part that can match the empty string, which the linear-time engine matches differently'],
     ['(?:a|)+', '', '`(?:a|)+` repeats a part that can match the empty string, which the linear-time engine matches differently'],
     ['(a*){2,3}', '', '`(a*){2,3}` repeats a part that can match the empty string, which the linear-time engine matches differently'],

@@ -409,7 +409,10 @@ function translate(source: string, flags: string): Translation {
       const re2 = RE2JS.compile(pattern, writer.lookbehind ? RE2JS.LOOKBEHINDS : 0);
       return { compiled: { re2, groups: writer.groups, markers: writer.markers }, lineAnchors: writer.lineAnchors };
     } catch (error) {
-      throw new RegexRefused(`the linear-time engine cannot run it (${error instanceof Error ? error.message : String(error)})`);
+      const message = error instanceof Error ? error.message : String(error);
+      // RE2 also refuses repetitions nested so that their counts multiply beyond its limit.
+      if (message.includes('invalid repeat count')) throw new RegexRefused(`it repeats a part more than ${MAX_REPEAT} times in all (nested repetition counts multiply), the most the linear-time engine allows`);
+      throw new RegexRefused(`the linear-time engine cannot run it (${message})`);
     }
   };
   const full = written(false);
