@@ -7,24 +7,14 @@
  * expression that can group is therefore given a copy of an input that holds an empty array; any
  * other evaluation reads the event as it is, at no cost.
  */
-
-/** The first node of a JSONata syntax tree that passes `test`, walking every child object. */
-export function someNode(ast: unknown, test: (node: { type?: unknown; value?: unknown }) => boolean): boolean {
-  const pending: unknown[] = [ast];
-  const seen = new Set<object>();
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
-    seen.add(node);
-    if (test(node as { type?: unknown; value?: unknown })) return true;
-    for (const child of Object.values(node)) if (typeof child === 'object' && child !== null) pending.push(child);
-  }
-  return false;
-}
+import { astNodes } from './expression-budget.js';
 
 /** Whether an expression groups anywhere: a `group` clause on a path or step, or an object constructor. */
 export function mayGroup(ast: unknown): boolean {
-  return someNode(ast, (node) => Object.prototype.hasOwnProperty.call(node, 'group') || (node.type === 'unary' && node.value === '{'));
+  for (const node of astNodes(ast) as Iterable<{ type?: unknown; value?: unknown }>) {
+    if (Object.prototype.hasOwnProperty.call(node, 'group') || (node.type === 'unary' && node.value === '{')) return true;
+  }
+  return false;
 }
 
 /** Whether a JSON value holds an empty array anywhere (itself included). */
