@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -197,3 +198,48 @@ export function startLineChild(script, args, label, { nodeArgs = [], stdin = fal
   });
 }
 
+
+/**
+ * Starts a program that is not Node (redis-server, nats-server, …) as a tracked child and resolves
+ * once a line of its output matches `ready`; rejects if it exits first or is not ready in 20 s.
+ * Resolves with `{child, stop, output}`; `stop()` is stopServer's SIGTERM-then-SIGKILL.
+ */
+export function startProgram(command, args, ready, label) {
+  return new Promise((resolvePromise, reject) => {
+    const child = track(spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    let done = false;
+    const output = () => out;
+    const timer = setTimeout(() => settle(new Error(`${label} did not start in 20 s\n${out}`)), 20_000);
+    const settle = (error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (error) {
+        child.kill('SIGKILL');
+        reject(error);
+      } else resolvePromise({ child, output, stop: () => stopServer({ child, stderr: output }) });
+    };
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        out += chunk;
+        if (ready.test(out)) settle(null);
+      });
+    }
+    child.once('error', (error) => settle(new Error(`${label} could not start: ${error.message}`)));
+    child.once('exit', (code, signal) => settle(new Error(`${label} exited (${code ?? signal}) before it was ready\n${out}`)));
+  });
+}
+
+/** A TCP port free on 127.0.0.1 right now (for programs that cannot report the port they took). */
+export function freePort() {
+  return new Promise((resolvePromise, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePromise(port));
+    });
+  });
+}
