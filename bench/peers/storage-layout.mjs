@@ -1,0 +1,139 @@
+/**
+ * Storage-level A/B of the events table's idempotency index (issue 19, the storage format 5
+ * decision in packages/server/src/engine/schema.ts): what one group commit of appends with
+ * idempotency keys writes, with the Node host's pragmas (WAL, exclusive locking, synchronous
+ * NORMAL here: frames and CPU are what is compared, not fsync time).
+ *
+ *   format4   the unique index on (sid, idem): a stream's keys side by side
+ *   format5   the same index on (idem, sid): keys side by side whatever their stream
+ *
+ * Each commit inserts --group events (default 25) into --streams streams (default 100) picked at
+ * random, each with a fresh key, `seq` shaped ("c<client>-<n>", 50 clients, as bench/peers sends)
+ * `uuid` shaped (random) or `time` shaped (time-ordered, as UUIDv7 and ULID are). Counts WAL frames per commit (the WAL is checkpointed between counts),
+ * µs of CPU per append and database bytes per event; rounds alternate the layouts' order and the
+ * table shows medians and format5 ÷ format4 ratios.
+ *
+ *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3]
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { median, ratio, roundOrder } from './verdict.mjs';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '50000' },
+    group: { type: 'string', default: '25' },
+    streams: { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const EVENTS = Number(values.events);
+const GROUP = Number(values.group);
+const STREAMS = Number(values.streams);
+const ROUNDS = Number(values.rounds);
+const PAGE = 4096;
+const KEY_SHAPES = ['seq', 'uuid', 'time'];
+
+const TABLE = `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
+  idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`;
+const COMMON = [
+  `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`,
+  `CREATE INDEX events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
+];
+const LAYOUTS = {
+  format4: `CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
+  format5: `CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`,
+};
+
+function walBytes(file) {
+  try {
+    return statSync(`${file}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
+function measure(layout, keyShape, seed) {
+  const dir = mkdtempSync(join(tmpdir(), 'rivulet-storage-layout-'));
+  try {
+    const file = join(dir, 'e.db');
+    const db = new Database(file);
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 0');
+    for (const ddl of [TABLE, ...COMMON, LAYOUTS[layout]]) db.exec(ddl);
+    const insert = db.prepare(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?)`);
+    const lookup = db.prepare(`SELECT body FROM events WHERE sid = ? AND idem = ?`);
+    const begin = db.prepare('BEGIN');
+    const commit = db.prepare('COMMIT');
+    const heads = new Array(STREAMS).fill(0);
+    const clientSeq = new Array(50).fill(0);
+    let rnd = seed;
+    const next = () => (rnd = (rnd * 1103515245 + 12345) % 2147483648);
+    let tick = 0;
+    const key = () => {
+      if (keyShape === 'uuid') return randomUUID();
+      // Time-ordered like a UUIDv7 or a ULID: a millisecond prefix (one step per commit here), a
+      // counter, then random hex.
+      if (keyShape === 'time') return `${(1_800_000_000_000 + Math.floor(tick++ / GROUP)).toString(16)}-${(tick & 0xfff).toString(16).padStart(3, '0')}-${randomUUID().slice(14)}`;
+      const c = next() % 50;
+      return `c${c}-${clientSeq[c]++}`;
+    };
+    let frames = 0;
+    let cpuUs = 0;
+    let commits = 0;
+    for (let i = 0; i < EVENTS; i += GROUP) {
+      const rows = [];
+      for (let j = 0; j < GROUP; j++) {
+        const sid = next() % STREAMS;
+        const k = key();
+        rows.push([sid, ++heads[sid], k, Date.now(), `{"path":"/bench/b-${sid}","offset":${heads[sid]},"type":"bench/e","payload":{"text":"the quick brown fox jumps over the lazy dog 0123456789"},"idempotencyKey":"${k}"}`]);
+      }
+      const cpu0 = process.cpuUsage();
+      begin.run();
+      // As the engine does: look the key up first (a repeat answers the stored event), then insert.
+      for (const [sid, ofs, k, ms, body] of rows) {
+        lookup.get(sid, k);
+        insert.run(sid, ofs, k, ms, body);
+      }
+      commit.run();
+      const cpu = process.cpuUsage(cpu0);
+      cpuUs += cpu.user + cpu.system;
+      commits++;
+      if (commits % 100 === 0 || i + GROUP >= EVENTS) {
+        const size = walBytes(file);
+        frames += size <= 32 ? 0 : (size - 32) / (PAGE + 24);
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      }
+    }
+    const bytes = statSync(file).size;
+    db.close();
+    return { framesPerCommit: frames / commits, cpuUsPerAppend: cpuUs / EVENTS, dbBytesPerEvent: bytes / EVENTS };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const runs = [];
+for (let round = 0; round < ROUNDS; round++) {
+  for (const keyShape of KEY_SHAPES) {
+    for (const layout of roundOrder(Object.keys(LAYOUTS), round)) runs.push({ layout, keyShape, round, ...measure(layout, keyShape, 7 + round) });
+  }
+}
+console.log(`${GROUP} appends per commit over ${STREAMS} streams at random, ${EVENTS} appends per run, medians of ${ROUNDS} rounds`);
+console.log('keys | layout  | WAL frames/commit | µs CPU/append | db bytes/event');
+const med = (layout, keyShape, field) => median(runs.filter((r) => r.layout === layout && r.keyShape === keyShape).map((r) => r[field]));
+for (const keyShape of KEY_SHAPES) {
+  for (const layout of Object.keys(LAYOUTS)) {
+    console.log(
+      `${keyShape.padEnd(4)} | ${layout} | ${med(layout, keyShape, 'framesPerCommit').toFixed(1).padStart(17)} | ${med(layout, keyShape, 'cpuUsPerAppend').toFixed(1).padStart(13)} | ${med(layout, keyShape, 'dbBytesPerEvent').toFixed(0).padStart(14)}`,
+    );
+  }
+  const r = (field) => ratio(med('format5', keyShape, field), med('format4', keyShape, field)).toFixed(2);
+  console.log(`${keyShape.padEnd(4)} | 5 ÷ 4   | ${`${r('framesPerCommit')}x`.padStart(17)} | ${`${r('cpuUsPerAppend')}x`.padStart(13)} | ${`${r('dbBytesPerEvent')}x`.padStart(14)}`);
+}
