@@ -3,7 +3,9 @@
  * made by scripts/make-fixture-format2.mjs; protocol §16.4): the start copies the database aside
  * first and logs it, then upgrades; every event that server acknowledged reads back, every
  * stream's state equals the fold of its log, and the copy subscription resumes from its cursor
- * without copying anything twice. A second start upgrades nothing.
+ * without copying anything twice. A second start upgrades nothing. The same for a folder of
+ * format 4 (test/fixtures/format-4, scripts/make-fixture-format4.mjs), whose step rebuilds the
+ * idempotency index: every key it held still answers its stored event.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import { reduce } from '../src/core/reduce.js';
 import { compactDataFolder, startNodeServer, type RunningServer } from '../src/hosts/node/serve.js';
 
 const FIXTURE = new URL('./fixtures/format-2/', import.meta.url);
+const FIXTURE4 = new URL('./fixtures/format-4/', import.meta.url);
 interface Manifest {
   appended: Record<string, number[]>;
   ephemeral: Record<string, number[]>;
@@ -27,10 +30,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function fixtureFolder(): string {
+function fixtureFolder(fixture = FIXTURE): string {
   const dir = mkdtempSync(join(tmpdir(), 'rivulet-upgrade-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  copyFileSync(new URL('rivulet.db', FIXTURE), join(dir, 'rivulet.db'));
+  copyFileSync(new URL('rivulet.db', fixture), join(dir, 'rivulet.db'));
   return dir;
 }
 
@@ -68,7 +71,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 4; the database as it was is kept in ${copy}`]);
+    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 5; the database as it was is kept in ${copy}`]);
     // The copy is the old database, still format 2, with the same rows as the fixture.
     const rows = (file: string) => {
       const db = new Database(file, { readonly: true });
@@ -131,7 +134,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(fresh.map((e) => e.offset)).toEqual([last + 1, last + 2]);
   });
 
-  it('a second start finds format 4 and upgrades nothing', async () => {
+  it('a second start finds format 5 and upgrades nothing', async () => {
     const data = fixtureFolder();
     const first: string[] = [];
     const server = await start(data, first);
@@ -144,16 +147,16 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2'))).toBe(false);
   });
 
-  it('compact upgrades as serve does: the copy first, then format 4', () => {
+  it('compact upgrades as serve does: the copy first, then format 5', () => {
     const data = fixtureFolder();
     const lines: string[] = [];
     compactDataFolder(data, { progress: (line) => lines.push(line) });
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 4; the database as it was is kept in ${copy}`);
+    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 5; the database as it was is kept in ${copy}`);
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '4' });
-      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 4 }]);
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '5' });
+      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 5 }]);
     } finally {
       db.close();
     }
@@ -172,7 +175,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(error).toBeInstanceOf(RivuletError);
     expect((error as RivuletError).code).toBe('UNAVAILABLE');
     expect((error as RivuletError).message).toMatch(
-      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 4: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
+      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 5: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
     );
     expect(warnings).toEqual([]);
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2.partial'))).toBe(false);
@@ -186,5 +189,102 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     rmSync(join(data, 'rivulet.db.before-upgrade-v2'), { recursive: true });
     await start(data, warnings);
     expect(warnings).toHaveLength(1);
+  });
+});
+
+describe('upgrading a format-4 data folder (protocol §16.4)', () => {
+  interface Manifest4 extends Manifest {
+    keys: Record<string, Record<string, number>>;
+  }
+  const manifest4 = JSON.parse(readFileSync(new URL('manifest.json', FIXTURE4), 'utf8')) as Manifest4;
+  const post = (server: RunningServer, path: string, body: unknown, project?: string) =>
+    fetch(`${server.url}/v1/streams${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(project ? { 'x-project-id': project } : {}) },
+      body: JSON.stringify(body),
+    });
+
+  it('upgrades in place and keeps every event, idempotency key and subscription', async () => {
+    const data = fixtureFolder(FIXTURE4);
+    const pristine = new Database(join(fixtureFolder(FIXTURE4), 'rivulet.db'), { readonly: true });
+    const before = pristine.prepare('SELECT sid, ofs, type, idem, created_ms, body FROM events WHERE ephemeral = 0 ORDER BY sid, ofs').all();
+    expect(pristine.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '4' });
+    pristine.close();
+    const warnings: string[] = [];
+    const server = await start(data, warnings);
+    expect(warnings).toEqual([
+      `rivulet: upgrading the data folder ${data} from storage format 4 to 5; the database as it was is kept in ${join(data, 'rivulet.db.before-upgrade-v4')}`,
+    ]);
+
+    for (const [key, offsets] of Object.entries(manifest4.appended)) {
+      const { project, path } = split(key);
+      const events = await allEvents(server, path, project);
+      expect(events.map((e) => e.offset)).toEqual(expect.arrayContaining(offsets));
+      const folded = events.reduce<CoreState | null>((state, event) => (event.ephemeral ? state : reduce(state, event)), null);
+      const { core } = await get<{ core: CoreState }>(server, `/v1/streams${path}:state`, project);
+      expect(core).toEqual(folded);
+    }
+
+    // Every key the old server committed answers its stored event to a repeat, and refuses a
+    // different event (protocol §4.2); the same key in another stream is that stream's own.
+    let keys = 0;
+    for (const [key, byKey] of Object.entries(manifest4.keys)) {
+      const { project, path } = split(key);
+      const stored = await allEvents(server, path, project);
+      const head = stored.at(-1)!.offset;
+      for (const [idempotencyKey, offset] of Object.entries(byKey)) {
+        const original = stored.find((e) => e.offset === offset)!;
+        expect(original.idempotencyKey).toBe(idempotencyKey);
+        const repeat = await post(server, path, { type: original.type, ...(original.payload ? { payload: original.payload } : {}), idempotencyKey }, project);
+        expect(repeat.status).toBe(200);
+        const { events } = (await repeat.json()) as { events: CommittedEvent[] };
+        expect(events).toEqual([original]);
+        const other = await post(server, path, { type: 'different', idempotencyKey }, project);
+        expect(other.status).toBe(409);
+        expect(((await other.json()) as { error: { code: string } }).error.code).toBe('CONFLICT');
+        keys++;
+      }
+      expect((await allEvents(server, path, project)).at(-1)!.offset).toBe(head);
+    }
+    expect(keys).toBe(Object.values(manifest4.keys).reduce((n, byKey) => n + Object.keys(byKey).length, 0));
+    expect(keys).toBeGreaterThan(10);
+    // A new key is still new after the upgrade, and a repeat of it is the same event.
+    const fresh = await post(server, '/shop/payments', { type: 'paid', idempotencyKey: 'after-upgrade' });
+    const again = await post(server, '/shop/payments', { type: 'paid', idempotencyKey: 'after-upgrade' });
+    const [a, b] = [(await fresh.json()) as { events: CommittedEvent[] }, (await again.json()) as { events: CommittedEvent[] }];
+    expect(a.events[0]!.offset).toBe(Math.max(...manifest4.appended['/shop/payments']!) + 1);
+    expect(b.events[0]!.offset).toBe(a.events[0]!.offset);
+
+    // Both subscriptions are listed, and the copy one resumes after its cursor.
+    const listed = await get<{ subscriptions: Array<{ sourcePath: string; subscriptionKey: string }> }>(server, '/v1/subscriptions');
+    expect(listed.subscriptions.map((s) => [s.sourcePath, s.subscriptionKey]).sort()).toEqual(manifest4.subscriptions.map((s) => [s.source, s.key]).sort());
+    const audit = manifest4.subscriptions.find((s) => s.key === 'audit')!;
+    const placed = await post(server, audit.source, { type: 'order.placed', payload: { n: 'after-upgrade' } });
+    const { events: placedEvents } = (await placed.json()) as { events: CommittedEvent[] };
+    let copied: number[] = [];
+    for (let waited = 0; waited < 10_000; waited += 10) {
+      copied = (await allEvents(server, audit.receiver)).flatMap((e) => (e.source?.copiedFrom ? [e.source.copiedFrom[0]!.offset] : []));
+      if (copied.includes(placedEvents[0]!.offset)) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // Everything durable after the audit subscription's own configured event (offset 2), once.
+    const source = await allEvents(server, audit.source);
+    expect(copied).toEqual(source.filter((e) => !e.ephemeral && e.offset > 2).map((e) => e.offset));
+    expect(copied).toEqual(expect.arrayContaining([...manifest4.appended[audit.source]!, placedEvents[0]!.offset]));
+    await server.close();
+
+    // The stored durable rows are the old ones plus what this test appended (ephemeral ones may have
+    // been pruned: their retention is over); the index is the new one.
+    const db = new Database(join(data, 'rivulet.db'), { readonly: true });
+    try {
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '5' });
+      expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'events_by_idem'`).get()).toEqual({
+        sql: 'CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL',
+      });
+      const after = db.prepare('SELECT sid, ofs, type, idem, created_ms, body FROM events WHERE ephemeral = 0 ORDER BY sid, ofs').all();
+      expect(after).toEqual(expect.arrayContaining(before));
+    } finally {
+      db.close();
+    }
   });
 });

@@ -49,6 +49,22 @@ export const MIGRATIONS: readonly Migration[] = [
       storage.run(`UPDATE streams SET format = 4 WHERE format = 3`);
     },
   },
+  {
+    from: 4,
+    // The idempotency index is dropped and created again with its columns in the other order
+    // (schema.ts says why), under the same name: the schema's CREATE INDEX IF NOT EXISTS would keep
+    // the old one. It holds the same pairs, so the rebuild cannot find a duplicate; it reads every
+    // event row once. A database without an events table gets the new index from the schema.
+    summary: 'the idempotency index rebuilt as (key, stream) (no event is rewritten)',
+    apply(storage) {
+      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
+      if (hasEvents) {
+        storage.run(`DROP INDEX IF EXISTS events_by_idem`);
+        storage.run(`CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`);
+      }
+      storage.run(`UPDATE streams SET format = 5 WHERE format = 4`);
+    },
+  },
 ];
 
 /** Runs the steps from `from` up to `to`, each in its own transaction with the format it reached. */

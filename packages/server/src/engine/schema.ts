@@ -15,8 +15,9 @@ import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
  * would take that stale head for the current one and give offsets twice; hence a new format.
  * 4: the subscription index and the delivery attempt history (protocol §21, §22). A server of
  * format 3 would not keep the index up to date, and a later one would then trust a stale index.
+ * 5: the idempotency index's columns in the other order, (idem, sid) (see the events table below).
  */
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -56,7 +57,13 @@ const DDL = [
      body TEXT NOT NULL
    )`,
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
-  `CREATE UNIQUE INDEX IF NOT EXISTS events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
+  // The key first, then the stream (format 5; format 4 had (sid, idem)): one group commit inserts
+  // keys of many streams, and keys that callers make in order (a counter, a time prefix as in
+  // UUIDv7 or ULID) then land side by side on a few leaf pages instead of one page per stream.
+  // Measured with bench/peers/storage-layout.mjs (25 appends per commit over 100 streams, bench/
+  // README "storage format 5"): time-ordered keys wrote about half the WAL frames per commit,
+  // per-client counters about 0.9x, random UUIDs the same. Lookups name both columns either way.
+  `CREATE UNIQUE INDEX IF NOT EXISTS events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).
   `CREATE TABLE IF NOT EXISTS subscription_runtime (
