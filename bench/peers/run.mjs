@@ -25,6 +25,8 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --copy-events N      events in the copy backlog drain (default 200000)
   --read-events N      events in the catch-up read stream (default 200000; the issue's is 1000000)
   --only LIST          groups to run: appends,appends200,copy,reads (default all)
+  --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
+                       appends with keys run beside this build's in the same rounds, as a ratio
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
   --no-write           do not write the JSON result file
@@ -39,6 +41,7 @@ const { values: flags } = parseArgs({
     'copy-events': { type: 'string', default: '200000' },
     'read-events': { type: 'string', default: '200000' },
     only: { type: 'string' },
+    'ab-cli': { type: 'string' },
     'no-install': { type: 'boolean', default: false },
     out: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
@@ -86,7 +89,7 @@ try {
 async function withServer(kind, label, fn) {
   const dir = fresh(label);
   let server;
-  if (kind === 'rivulet') server = await startServer([CLI, 'serve', '--port', '0', '--data', dir, '--durability', 'full'], label);
+  if (kind === 'rivulet' || kind === 'rivulet-ab') server = await startServer([kind === 'rivulet' ? CLI : flags['ab-cli'], 'serve', '--port', '0', '--data', dir, '--durability', 'full'], label);
   else if (kind === 'toy') server = await startServer([TOY, '--port', '0', '--data', dir], label);
   else if (kind === 'redis') server = await startRedis(dir);
   else server = await startNats(dir);
@@ -99,7 +102,7 @@ async function withServer(kind, label, fn) {
 
 /** An HTTP append measurement of Rivulet or the toy: 100 streams, a fresh event per request. */
 function httpAppends(kind, clients, keys) {
-  const pathOf = kind === 'rivulet' ? (i) => `/v1/streams/bench/b-${String(i).padStart(3, '0')}` : (i) => `/b-${i}`;
+  const pathOf = kind.startsWith('rivulet') ? (i) => `/v1/streams/bench/b-${String(i).padStart(3, '0')}` : (i) => `/b-${i}`;
   return (label) =>
     withServer(kind, label, async (server) => {
       const cpu0 = procCpuMs(server.child.pid);
@@ -180,6 +183,7 @@ const GROUPS = {
     ['rivulet-nokeys', httpAppends('rivulet', 50, false), null],
     ['toy-nokeys', httpAppends('toy', 50, false), null],
     ['redis-xadd', redisAppends(50), redisOff],
+    ...(flags['ab-cli'] ? [['rivulet-ab-keys', httpAppends('rivulet-ab', 50, true), null]] : []),
   ],
   appends200: [
     ['rivulet-keys-200', httpAppends('rivulet', 200, true), null],
@@ -248,6 +252,12 @@ async function main() {
     ['appends 50 clients/100 streams/unique keys >= 1.0x the group-commit toy', fmtX(keysVsToy), verdict(keysVsToy, '>=', 1)],
     ['  ... and p99 < 15 ms', `${fmtMs(s('rivulet-keys', 'p99ms'))} ms`, verdict(s('rivulet-keys', 'p99ms'), '<', 15)],
     ['  ... Redis XADD appendfsync always (goal, reported)', fmtX(ratio(s('rivulet-keys', 'perSec'), s('redis-xadd', 'perSec'))), 'INFO'],
+    ...(flags['ab-cli']
+      ? [
+          ['  ... this build ÷ --ab-cli build, appends with keys', fmtX(ratio(s('rivulet-keys', 'perSec'), s('rivulet-ab-keys', 'perSec'))), 'INFO'],
+          ['  ... CPU per append, this build ÷ --ab-cli build', fmtX(ratio(s('rivulet-keys', 'cpuUsPerReq'), s('rivulet-ab-keys', 'cpuUsPerReq'))), 'INFO'],
+        ]
+      : []),
     ['idempotency keys cost <= 10 % of throughput (Rivulet)', pct(cost(s('rivulet-keys', 'perSec'), s('rivulet-nokeys', 'perSec'))), verdict(cost(s('rivulet-keys', 'perSec'), s('rivulet-nokeys', 'perSec')), '<=', 0.1)],
     ['  ... the toy, for comparison', pct(cost(s('toy-keys', 'perSec'), s('toy-nokeys', 'perSec'))), 'INFO'],
     ['200 clients: p99 < 25 ms', `${fmtMs(s('rivulet-keys-200', 'p99ms'))} ms, ${fmtX(ratio(s('rivulet-keys-200', 'perSec'), s('redis-xadd-200', 'perSec')))} Redis`, verdict(s('rivulet-keys-200', 'p99ms'), '<', 25)],
