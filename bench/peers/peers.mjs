@@ -3,7 +3,7 @@
  * redis-benchmark, and NATS JetStream stream sourcing driven through the `nats` npm client. Each
  * server runs as a tracked child with its own temporary data folder on a free loopback port.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { freePort, procCpuMs, startProgram, track } from '../lib/processes.mjs';
 import { parseRedisBenchmarkCsv } from './verdict.mjs';
@@ -46,19 +46,32 @@ export async function startRedis(dir) {
   return { ...server, port, pid: server.child.pid };
 }
 
+/** Runs redis-benchmark as a tracked child (killed with the others on exit), bounded by `timeoutMs`. */
 function redisBenchmark(port, args, timeoutMs) {
-  const out = execFileSync('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '--csv', ...args], {
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    maxBuffer: 16 * 1024 * 1024,
+  const child = track(spawn('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '--csv', ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`redis-benchmark exited ${code ?? signal}: ${out.slice(0, 300)}`));
+      try {
+        resolve(parseRedisBenchmarkCsv(out));
+      } catch (error) {
+        reject(error);
+      }
+    });
   });
-  return parseRedisBenchmarkCsv(out);
 }
 
 /** `clients` redis-benchmark connections XADDing `requests` ~150-byte entries over 100 streams. */
-export function redisXadd(redis, { clients, requests, body, timeoutMs }) {
+export async function redisXadd(redis, { clients, requests, body, timeoutMs }) {
   const cpu0 = procCpuMs(redis.pid);
-  const r = redisBenchmark(redis.port, ['-c', String(clients), '-n', String(requests), '-r', '100', 'XADD', 'bench:__rand_int__', '*', 'e', body], timeoutMs);
+  const r = await redisBenchmark(redis.port, ['-c', String(clients), '-n', String(requests), '-r', '100', 'XADD', 'bench:__rand_int__', '*', 'e', body], timeoutMs);
   return { perSec: r.rps, p50ms: r.p50ms, p99ms: r.p99ms, cpuUsPerReq: ((procCpuMs(redis.pid) - cpu0) * 1000) / requests };
 }
 
@@ -83,9 +96,9 @@ export function redisPreload(redis, count, body) {
 }
 
 /** One client reading `pages` XRANGE pages of `page` entries, each from a random id of the stream. */
-export function redisXrange(redis, { count, page, pages, timeoutMs }) {
+export async function redisXrange(redis, { count, page, pages, timeoutMs }) {
   const cpu0 = procCpuMs(redis.pid);
-  const r = redisBenchmark(redis.port, ['-c', '1', '-n', String(pages), '-r', String(count - page), 'XRANGE', 's', '__rand_int__', '+', 'COUNT', String(page)], timeoutMs);
+  const r = await redisBenchmark(redis.port, ['-c', '1', '-n', String(pages), '-r', String(count - page), 'XRANGE', 's', '__rand_int__', '+', 'COUNT', String(page)], timeoutMs);
   return { eventsPerSec: r.rps * page, cpuUsPerEvent: ((procCpuMs(redis.pid) - cpu0) * 1000) / (pages * page) };
 }
 
