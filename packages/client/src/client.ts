@@ -7,6 +7,7 @@
 import {
   Limits,
   RivuletError,
+  subscriptionTarget,
   type AppendResponse,
   type CommittedEvent,
   type DeliveryHalted,
@@ -192,18 +193,6 @@ export interface RivuletClient extends SubscriptionAdminApi {
   waitForEvent(path: string, body: WaitForEventBody, options?: CallOptions): Promise<WaitForEventResponse>;
 }
 
-function targetOf(receiver: EffectiveSubscriptionConfiguration['receiver']): string {
-  switch (receiver.action) {
-    case 'copy-to-stream':
-      return receiver.receivingStreamPath;
-    case 'webhook-post':
-      return receiver.url;
-    case 'itx-call':
-    case 'processor-wake':
-      return JSON.stringify(receiver.expression);
-  }
-}
-
 /** A read spanning several requests must stay in one lifetime of the stream. */
 function sameLifetime(path: string, streamId: string | null, page: ReadResponse): void {
   if (page.streamId !== streamId) {
@@ -346,7 +335,7 @@ export function createClient(options: ClientOptions): RivuletClient {
         return {
           subscriptionKey: key,
           action: receiver.action,
-          target: targetOf(receiver),
+          target: subscriptionTarget(receiver),
           halted: entry.deliveryHalted ?? null,
           acknowledgedOffset: progress?.acknowledgedOffset ?? null,
           lag: progress?.lag ?? null,

@@ -12,3 +12,4 @@ export * from './deliveries.js';
 export * from './processors.js';
 export * from './connections.js';
 export * from './subscription-admin.js';
+export * from './subscription-target.js';

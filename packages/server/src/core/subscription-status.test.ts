@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { subscriptionStatus, subscriptionTarget } from './subscription-status.js';
+import { subscriptionStatus } from './subscription-status.js';
 
 const base = { halted: false, attempt: 0, lag: 0, oldestOwedMs: null };
 
@@ -16,12 +16,5 @@ describe('subscriptionStatus (protocol §21.2)', () => {
     // Owing nothing is healthy however old the stream is.
     expect(subscriptionStatus({ ...base, lag: 0, oldestOwedMs: 0 }, 1e9, 1)).toBe('healthy');
     expect(subscriptionStatus({ ...base, lag: 3, oldestOwedMs: null }, 1e9, 1)).toBe('healthy');
-  });
-
-  it('names the target of every action', () => {
-    expect(subscriptionTarget({ action: 'copy-to-stream', receivingStreamPath: '/r', delivery: { start: 'now', onFailingEvent: 'halt' } })).toBe('/r');
-    expect(subscriptionTarget({ action: 'webhook-post', url: 'https://x.test/h', delivery: { start: 'now', onFailingEvent: 'skip' } })).toBe('https://x.test/h');
-    expect(subscriptionTarget({ action: 'itx-call', expression: ['workers', ['get', 'w'], 'run'], delivery: { start: 'now', onFailingEvent: 'halt' } })).toBe('["workers",["get","w"],"run"]');
-    expect(subscriptionTarget({ action: 'processor-wake', expression: ['p'] })).toBe('["p"]');
   });
 });

@@ -1,9 +1,9 @@
 /**
  * What the subscription listing says of one subscription (protocol §21.2): its status, judged from
- * its runtime row and the source head, and its target. One function for both hosts, so a listing
- * means the same thing wherever it is answered.
+ * its runtime row and the source head (its target is `subscriptionTarget` in @rivulet/contract).
+ * One function for both hosts, so a listing means the same thing wherever it is answered.
  */
-import type { Receiver, SubscriptionStatus } from '@rivulet/contract';
+import type { SubscriptionStatus } from '@rivulet/contract';
 
 export interface StatusInputs {
   halted: boolean;
@@ -23,17 +23,4 @@ export function subscriptionStatus(s: StatusInputs, nowMs: number, laggingAfterM
   if (s.attempt > 0) return 'retrying';
   if (s.lag > 0 && s.oldestOwedMs !== null && nowMs - s.oldestOwedMs >= laggingAfterMs) return 'lagging';
   return 'healthy';
-}
-
-/** The receiving stream path, the webhook URL, or the ITX expression as JSON text. */
-export function subscriptionTarget(receiver: Receiver): string {
-  switch (receiver.action) {
-    case 'copy-to-stream':
-      return receiver.receivingStreamPath;
-    case 'webhook-post':
-      return receiver.url;
-    case 'itx-call':
-    case 'processor-wake':
-      return JSON.stringify(receiver.expression);
-  }
 }

@@ -8,8 +8,7 @@
  * The same tables exist in every database, so a Durable Object answers the listing of its one
  * stream with the same statement (hosts/worker/stream-index.ts merges those per project).
  */
-import type { OutboundEntry, SubscriptionListEntry } from '@rivulet/contract';
-import { subscriptionTarget } from '../core/subscription-status.js';
+import { subscriptionTarget, type OutboundEntry, type SubscriptionListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 
 /** The index's own table; SUBSCRIPTION_INDEX_DDL adds an index on subscription_runtime. */
