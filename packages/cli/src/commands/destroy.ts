@@ -2,8 +2,8 @@
  * `rivulet destroy`: erase a stream and every event of it (protocol §6.3). Irreversible, so it
  * asks for --yes every time rather than guessing whether someone is there to answer a prompt.
  */
-import { parse, UsageError, type Command } from '../command.js';
-import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, type RemoteIO } from './remote.js';
+import { UsageError } from '../command.js';
+import { connectionUsage, remoteCommand } from './remote.js';
 
 const usage = `Usage: rivulet destroy PATH --yes
 
@@ -15,23 +15,12 @@ Options:
 
 ${connectionUsage}`;
 
-export const destroyCommand: Command = {
-  name: 'destroy',
-  summary: 'erase a stream and all of its events',
-  usage,
-  async run(argv, io: RemoteIO) {
-    const { values, positionals } = parse(argv, { ...connectionOptions, yes: { type: 'boolean' } });
-    if (values.help) {
-      io.out(usage);
-      return 0;
-    }
-    const [path] = expectPositionals(positionals, ['PATH']) as [string];
+export const destroyCommand = remoteCommand(
+  { name: 'destroy', summary: 'erase a stream and all of its events', usage, positionals: ['PATH'], options: { yes: { type: 'boolean' } } },
+  async ({ values, args: [path], io, client }) => {
     if (!values.yes) throw new UsageError(`refusing to destroy ${path} without --yes (it erases every event)`);
-    const client = clientFrom(values, io.env);
-    return reportErrors('destroy', io, async () => {
-      const answer = await client.destroy(path);
-      io.out(values.json ? JSON.stringify(answer) : `destroyed ${path}`);
-      return 0;
-    });
+    const answer = await client().destroy(path);
+    io.out(values.json ? JSON.stringify(answer) : `destroyed ${path}`);
+    return 0;
   },
-};
+);

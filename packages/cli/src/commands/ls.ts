@@ -1,8 +1,7 @@
 /** `rivulet ls`: the streams below a prefix, every page of them (protocol §6.1). */
 import type { StreamListEntry } from '@rivulet/client';
-import { parse, type Command } from '../command.js';
 import { table } from './format.js';
-import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, type RemoteIO } from './remote.js';
+import { connectionUsage, remoteCommand } from './remote.js';
 
 const usage = `Usage: rivulet ls [--prefix P]
 
@@ -14,28 +13,17 @@ Options:
 
 ${connectionUsage}`;
 
-export const lsCommand: Command = {
-  name: 'ls',
-  summary: 'list streams',
-  usage,
-  async run(argv, io: RemoteIO) {
-    const { values, positionals } = parse(argv, { ...connectionOptions, prefix: { type: 'string' } });
-    if (values.help) {
-      io.out(usage);
-      return 0;
+export const lsCommand = remoteCommand(
+  { name: 'ls', summary: 'list streams', usage, positionals: [], options: { prefix: { type: 'string' } } },
+  async ({ values, io, client }) => {
+    const streams: StreamListEntry[] = [];
+    for await (const entry of client().listAll(values.prefix === undefined ? {} : { prefix: values.prefix })) streams.push(entry);
+    if (values.json) io.out(JSON.stringify({ streams }));
+    else if (streams.length === 0) io.err('no streams');
+    else {
+      const rows = streams.map((s) => [s.path, String(s.maxOffset), s.createdAt, s.streamId]);
+      io.out(table(['PATH', 'HEAD', 'CREATED', 'STREAM ID'], rows));
     }
-    expectPositionals(positionals, []);
-    const client = clientFrom(values, io.env);
-    return reportErrors('ls', io, async () => {
-      const streams: StreamListEntry[] = [];
-      for await (const entry of client.listAll(values.prefix === undefined ? {} : { prefix: values.prefix })) streams.push(entry);
-      if (values.json) io.out(JSON.stringify({ streams }));
-      else if (streams.length === 0) io.err('no streams');
-      else {
-        const rows = streams.map((s) => [s.path, String(s.maxOffset), s.createdAt, s.streamId]);
-        io.out(table(['PATH', 'HEAD', 'CREATED', 'STREAM ID'], rows));
-      }
-      return 0;
-    });
+    return 0;
   },
-};
+);

@@ -2,13 +2,15 @@
  * What every client command shares: the connection flags (--url, --token, --project, each with
  * its environment variable), --json, building the SDK client, and the error contract — a
  * RivuletError prints `rivulet <cmd>: CODE message` on stderr and exits 1; a UsageError is left
- * to main (usage text, exit 2). All network calls go through @rivulet/client.
+ * to main (usage text, exit 2). All network calls go through @rivulet/client. `remoteCommand`
+ * puts these together for a command that takes fixed positionals.
  */
 import { readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createClient, RivuletError, type RivuletClient } from '@rivulet/client';
 import { Defaults, type JsonObject } from '@rivulet/contract';
-import { UsageError, type CommandIO } from '../command.js';
+import type { ParseArgsConfig } from 'node:util';
+import { parse, UsageError, type Command, type CommandIO } from '../command.js';
 
 /** CommandIO plus what client commands may take from their caller (tests inject these). */
 export interface RemoteIO extends CommandIO {
@@ -73,6 +75,64 @@ export function expectPositionals(positionals: readonly string[], names: readonl
   if (positionals.length < names.length) throw new UsageError(`missing ${names[positionals.length]}`);
   if (positionals.length > names.length) throw new UsageError(`unexpected argument "${positionals[names.length]}"`);
   return [...positionals];
+}
+
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+/** The flags a remote command parsed: the connection flags, its own, and --help. */
+export type RemoteValues<O extends OptionsConfig> = ReturnType<typeof parse<typeof connectionOptions & O>>['values'];
+
+export interface RemoteCommandSpec<O extends OptionsConfig, P extends readonly string[]> {
+  name: string;
+  summary: string;
+  usage: string;
+  /** The names of its positional arguments, all required, in order (the usage errors name them). */
+  positionals: P;
+  /** Its flags beyond the connection flags. */
+  options?: O;
+  /** The command this one is a subcommand of ("subscriptions"): its errors say `rivulet subscriptions rm: …`. */
+  parent?: string;
+}
+
+export interface RemoteContext<O extends OptionsConfig, P extends readonly string[]> {
+  values: RemoteValues<O>;
+  args: { -readonly [K in keyof P]: string };
+  io: RemoteIO;
+  /**
+   * The SDK client of the connection flags. Built when first asked for, so that the command's own
+   * usage errors come before a bad --url, as they always have.
+   */
+  client(): RivuletClient;
+}
+
+/**
+ * A client command: parses argv with the connection flags, answers --help with `usage` (exit 0),
+ * expects exactly `positionals`, then runs `action` under reportErrors (a RivuletError is one
+ * line and exit 1; a UsageError goes on to the caller, which prints the usage and exits 2).
+ */
+export function remoteCommand<O extends OptionsConfig = Record<never, never>, const P extends readonly string[] = readonly string[]>(
+  spec: RemoteCommandSpec<O, P>,
+  action: (context: RemoteContext<O, P>) => Promise<number>,
+): Command {
+  const label = spec.parent === undefined ? spec.name : `${spec.parent} ${spec.name}`;
+  return {
+    name: spec.name,
+    summary: spec.summary,
+    usage: spec.usage,
+    async run(argv, io: RemoteIO) {
+      const parsed = parse(argv, { ...connectionOptions, ...(spec.options as O) });
+      // The parsed types stay open inside this generic function; RemoteValues<O> is exact where it is used.
+      const values = parsed.values as RemoteValues<O> & ConnectionValues & { help?: boolean };
+      if (values.help) {
+        io.out(spec.usage);
+        return 0;
+      }
+      const args = expectPositionals(parsed.positionals, spec.positionals) as RemoteContext<O, P>['args'];
+      let client: RivuletClient | undefined;
+      const context: RemoteContext<O, P> = { values, args, io, client: () => (client ??= clientFrom(values, io.env)) };
+      return reportErrors(label, io, () => action(context));
+    },
+  };
 }
 
 /** "a, b" → ["a", "b"]; an empty list is a usage error. */

@@ -4,8 +4,8 @@
  * the server generates one (`subscription:<offset>`), which is printed.
  */
 import { EventType, type Receiver, type SubscriptionConfiguredPayload } from '@rivulet/contract';
-import { parse, UsageError, type Command } from '../command.js';
-import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, typesOption, type RemoteIO } from './remote.js';
+import { UsageError } from '../command.js';
+import { connectionUsage, remoteCommand, typesOption, type connectionOptions } from './remote.js';
 
 const usage = `Usage: rivulet subscribe SOURCE (--copy-to PATH | --webhook URL | --itx-call EXPRESSION) [options]
 
@@ -29,7 +29,6 @@ Options:
 ${connectionUsage}`;
 
 const options = {
-  ...connectionOptions,
   'copy-to': { type: 'string' },
   webhook: { type: 'string' },
   'itx-call': { type: 'string' },
@@ -42,7 +41,8 @@ const options = {
   description: { type: 'string' },
 } as const;
 
-type Values = { [K in keyof typeof options]?: (typeof options)[K]['type'] extends 'boolean' ? boolean : string };
+type Flags = typeof connectionOptions & typeof options;
+type Values = { [K in keyof Flags]?: Flags[K]['type'] extends 'boolean' ? boolean : string };
 
 function expressionOption(text: string): unknown[] {
   let value: unknown;
@@ -74,17 +74,9 @@ export function receiverFrom(values: Values): Receiver {
   }
 }
 
-export const subscribeCommand: Command = {
-  name: 'subscribe',
-  summary: 'configure a copy, webhook or itx-call subscription from flags',
-  usage,
-  async run(argv, io: RemoteIO) {
-    const { values, positionals } = parse(argv, options);
-    if (values.help) {
-      io.out(usage);
-      return 0;
-    }
-    const [source] = expectPositionals(positionals, ['SOURCE']) as [string];
+export const subscribeCommand = remoteCommand(
+  { name: 'subscribe', summary: 'configure a copy, webhook or itx-call subscription from flags', usage, positionals: ['SOURCE'], options },
+  async ({ values, args: [source], io, client }) => {
     const types = typesOption(values.types);
     const filter = { ...(types ? { eventTypes: types } : {}), ...(values.condition !== undefined ? { jsonataCondition: values.condition } : {}) };
     const payload: SubscriptionConfiguredPayload = {
@@ -93,12 +85,9 @@ export const subscribeCommand: Command = {
       ...(Object.keys(filter).length > 0 ? { filter } : {}),
       receiver: receiverFrom(values),
     };
-    const client = clientFrom(values, io.env);
-    return reportErrors('subscribe', io, async () => {
-      const [event] = await client.append(source, { type: EventType.subscriptionConfigured, payload: payload as never });
-      const key = values.key ?? `subscription:${event!.offset}`;
-      io.out(values.json ? JSON.stringify({ subscriptionKey: key, event }) : `subscribed ${key} on ${source} (offset ${event!.offset})`);
-      return 0;
-    });
+    const [event] = await client().append(source, { type: EventType.subscriptionConfigured, payload: payload as never });
+    const key = values.key ?? `subscription:${event!.offset}`;
+    io.out(values.json ? JSON.stringify({ subscriptionKey: key, event }) : `subscribed ${key} on ${source} (offset ${event!.offset})`);
+    return 0;
   },
-};
+);

@@ -4,9 +4,9 @@
  * commands that change or try a subscription are in subscriptions-fix.ts.
  */
 import { SUBSCRIPTION_STATUSES, type SubscriptionListEntry, type SubscriptionStatus } from '@rivulet/contract';
-import { intOption, parse, UsageError, type Command, type CommandIO } from '../command.js';
+import { intOption, UsageError, type Command, type CommandIO } from '../command.js';
 import { table } from './format.js';
-import { clientFrom, connectionOptions, connectionUsage, expectPositionals, reportErrors, type RemoteIO } from './remote.js';
+import { connectionUsage, remoteCommand } from './remote.js';
 import { fixCommands } from './subscriptions-fix.js';
 
 const lsUsage = `Usage: rivulet subscriptions ls [--status LIST] [--prefix P] [--limit N]
@@ -36,36 +36,32 @@ function statusOption(value: string | undefined): SubscriptionStatus[] | undefin
 
 const cutText = (text: string | null, n: number) => (text === null ? '' : text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
-const ls: Command = {
-  name: 'ls',
-  summary: 'list subscriptions across streams (halted first)',
-  usage: lsUsage,
-  async run(argv, io: RemoteIO) {
-    const { values, positionals } = parse(argv, { ...connectionOptions, status: { type: 'string' }, prefix: { type: 'string' }, limit: { type: 'string' } });
-    if (values.help) {
-      io.out(lsUsage);
-      return 0;
-    }
-    expectPositionals(positionals, []);
+const ls = remoteCommand(
+  {
+    name: 'ls',
+    parent: 'subscriptions',
+    summary: 'list subscriptions across streams (halted first)',
+    usage: lsUsage,
+    positionals: [],
+    options: { status: { type: 'string' }, prefix: { type: 'string' }, limit: { type: 'string' } },
+  },
+  async ({ values, io, client }) => {
     const status = statusOption(values.status);
     const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : intOption('--limit', values.limit, 0, 1);
-    const client = clientFrom(values, io.env);
-    return reportErrors('subscriptions ls', io, async () => {
-      const found: SubscriptionListEntry[] = [];
-      for await (const entry of client.listAllSubscriptions({ status, prefix: values.prefix, limit: Math.min(1000, limit) })) {
-        found.push(entry);
-        if (found.length >= limit) break;
-      }
-      if (values.json) io.out(JSON.stringify({ subscriptions: found }));
-      else if (found.length === 0) io.err('no subscriptions');
-      else {
-        const rows = found.map((s) => [s.status, s.sourcePath, s.subscriptionKey, s.action, cutText(s.target, 40), String(s.lag), String(s.attempt), cutText(s.lastError, 60)]);
-        io.out(table(['STATUS', 'SOURCE', 'KEY', 'ACTION', 'TARGET', 'LAG', 'ATTEMPT', 'LAST ERROR'], rows));
-      }
-      return 0;
-    });
+    const found: SubscriptionListEntry[] = [];
+    for await (const entry of client().listAllSubscriptions({ status, prefix: values.prefix, limit: Math.min(1000, limit) })) {
+      found.push(entry);
+      if (found.length >= limit) break;
+    }
+    if (values.json) io.out(JSON.stringify({ subscriptions: found }));
+    else if (found.length === 0) io.err('no subscriptions');
+    else {
+      const rows = found.map((s) => [s.status, s.sourcePath, s.subscriptionKey, s.action, cutText(s.target, 40), String(s.lag), String(s.attempt), cutText(s.lastError, 60)]);
+      io.out(table(['STATUS', 'SOURCE', 'KEY', 'ACTION', 'TARGET', 'LAG', 'ATTEMPT', 'LAST ERROR'], rows));
+    }
+    return 0;
   },
-};
+);
 
 const showUsage = `Usage: rivulet subscriptions show PATH KEY [--attempts N]
 
@@ -77,52 +73,49 @@ Options:
 
 ${connectionUsage}`;
 
-const show: Command = {
-  name: 'show',
-  summary: 'show one subscription: configuration, progress, halt, last attempts',
-  usage: showUsage,
-  async run(argv, io: RemoteIO) {
-    const { values, positionals } = parse(argv, { ...connectionOptions, attempts: { type: 'string' } });
-    if (values.help) {
-      io.out(showUsage);
+const show = remoteCommand(
+  {
+    name: 'show',
+    parent: 'subscriptions',
+    summary: 'show one subscription: configuration, progress, halt, last attempts',
+    usage: showUsage,
+    positionals: ['PATH', 'KEY'],
+    options: { attempts: { type: 'string' } },
+  },
+  async ({ values, args: [path, key], io, client: connect }) => {
+    const limit = intOption('--attempts', values.attempts, 10, 1);
+    const client = connect();
+    // The attempts answer NOT_FOUND for a key that does not exist: asked first, it is the error shown.
+    const { attempts } = await client.deliveryAttempts(path, key, { limit });
+    const state = await client.state(path);
+    const entry = state.core?.subscriptions.outbound.byKey[key] ?? null;
+    const runtime = state.runtime?.subscriptions[key] ?? null;
+    if (values.json) {
+      io.out(JSON.stringify({ entry, runtime, attempts }));
       return 0;
     }
-    const [path, key] = expectPositionals(positionals, ['PATH', 'KEY']) as [string, string];
-    const limit = intOption('--attempts', values.attempts, 10, 1);
-    const client = clientFrom(values, io.env);
-    return reportErrors('subscriptions show', io, async () => {
-      // The attempts answer NOT_FOUND for a key that does not exist: asked first, it is the error shown.
-      const { attempts } = await client.deliveryAttempts(path, key, { limit });
-      const state = await client.state(path);
-      const entry = state.core?.subscriptions.outbound.byKey[key] ?? null;
-      const runtime = state.runtime?.subscriptions[key] ?? null;
-      if (values.json) {
-        io.out(JSON.stringify({ entry, runtime, attempts }));
-        return 0;
-      }
-      const lines = [
-        `subscription  ${key} on ${path}`,
-        `configured    ${entry?.configuredAt ?? '-'} (offset ${entry?.configuredAtOffset ?? '-'})`,
-        `configuration ${JSON.stringify(entry?.configuration ?? null)}`,
-        `progress      acknowledged ${runtime?.acknowledgedOffset ?? '-'}, lag ${runtime?.lag ?? '-'}, attempt ${runtime?.attempt ?? 0}`,
-        `last error    ${runtime?.lastError ?? 'none'}`,
-        `halted        ${entry?.deliveryHalted ? `after offset ${entry.deliveryHalted.afterOffset}, ${entry.deliveryHalted.attempts} attempts: ${entry.deliveryHalted.error ?? ''}` : 'no'}`,
-      ];
-      if (attempts.length === 0) lines.push('attempts      none');
-      else {
-        lines.push('attempts', '');
-        lines.push(
-          table(
-            ['AT', 'RUN', 'ATTEMPT', 'OFFSETS', 'OUTCOME', 'STATUS', 'MS', 'ERROR'],
-            attempts.map((a) => [a.at, a.run, String(a.attempt), `${a.fromOffset}-${a.toOffset}`, a.outcome, a.status === undefined ? '' : String(a.status), String(a.durationMs), cutText(a.error ?? '', 60)]),
-          ),
-        );
-      }
-      io.out(lines.join('\n'));
-      return 0;
-    });
+    const lines = [
+      `subscription  ${key} on ${path}`,
+      `configured    ${entry?.configuredAt ?? '-'} (offset ${entry?.configuredAtOffset ?? '-'})`,
+      `configuration ${JSON.stringify(entry?.configuration ?? null)}`,
+      `progress      acknowledged ${runtime?.acknowledgedOffset ?? '-'}, lag ${runtime?.lag ?? '-'}, attempt ${runtime?.attempt ?? 0}`,
+      `last error    ${runtime?.lastError ?? 'none'}`,
+      `halted        ${entry?.deliveryHalted ? `after offset ${entry.deliveryHalted.afterOffset}, ${entry.deliveryHalted.attempts} attempts: ${entry.deliveryHalted.error ?? ''}` : 'no'}`,
+    ];
+    if (attempts.length === 0) lines.push('attempts      none');
+    else {
+      lines.push('attempts', '');
+      lines.push(
+        table(
+          ['AT', 'RUN', 'ATTEMPT', 'OFFSETS', 'OUTCOME', 'STATUS', 'MS', 'ERROR'],
+          attempts.map((a) => [a.at, a.run, String(a.attempt), `${a.fromOffset}-${a.toOffset}`, a.outcome, a.status === undefined ? '' : String(a.status), String(a.durationMs), cutText(a.error ?? '', 60)]),
+        ),
+      );
+    }
+    io.out(lines.join('\n'));
+    return 0;
   },
-};
+);
 
 const subcommands: Command[] = [ls, show, ...fixCommands];
 
