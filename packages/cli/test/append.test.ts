@@ -1,30 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createClient, type RivuletClient } from '@rivulet/client';
-import { rivulet, startTestServer, type TestServer } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { rivulet, useServerAndFiles } from './harness.js';
 
-let t: TestServer;
-let client: RivuletClient;
-let files: string;
-
-beforeAll(() => {
-  files = mkdtempSync(join(tmpdir(), 'rivulet-cli-files-'));
-});
-afterAll(() => rmSync(files, { recursive: true, force: true }));
-
-beforeEach(async () => {
-  t = await startTestServer();
-  client = createClient({ url: t.url });
-});
-afterEach(() => t.dispose());
-
-function file(name: string, content: string): string {
-  const path = join(files, name);
-  writeFileSync(path, content);
-  return path;
-}
+const t = useServerAndFiles('rivulet-cli-files-');
 
 const EVENT_LINE = /^(\d+) {2}(\S+) {2}(\S+) {2}(.*)$/;
 
@@ -53,7 +31,7 @@ describe('rivulet append', () => {
     expect(run.out).toHaveLength(1);
     expect(fields(run.out[0])).toEqual(['2', 'order-created', '{"id":7}  metadata={"by":"ci"}  key="o7"  (ephemeral)']);
     expect(Number.isNaN(Date.parse(EVENT_LINE.exec(run.out[0]!)![2]!))).toBe(false);
-    const read = await client.getEvents('/shop/orders', { includeEphemeral: true });
+    const read = await t.client.getEvents('/shop/orders', { includeEphemeral: true });
     expect(read.events[1]).toMatchObject({ type: 'order-created', payload: { id: 7 }, metadata: { by: 'ci' }, idempotencyKey: 'o7', ephemeral: true });
   });
 
@@ -65,16 +43,16 @@ describe('rivulet append', () => {
   });
 
   it('appends a file: an array atomically, an object as one event', async () => {
-    const batch = file('batch.json', JSON.stringify([{ type: 'a', payload: { n: 1 } }, { type: 'b' }]));
+    const batch = t.file('batch.json', JSON.stringify([{ type: 'a', payload: { n: 1 } }, { type: 'b' }]));
     const run = await rivulet(t.url, ['append', '/f', '--file', batch]);
     expect(run.code).toBe(0);
     expect(run.out.map(fields)).toEqual([
       ['2', 'a', '{"n":1}'],
       ['3', 'b', '{}'],
     ]);
-    const single = file('one.json', '{"type":"c"}');
+    const single = t.file('one.json', '{"type":"c"}');
     expect((await rivulet(t.url, ['append', '/f', '--file', single])).code).toBe(0);
-    expect((await client.getEvents('/f')).events.map((e) => e.type).slice(1)).toEqual(['a', 'b', 'c']);
+    expect((await t.client.getEvents('/f')).events.map((e) => e.type).slice(1)).toEqual(['a', 'b', 'c']);
   });
 
   it('reads the file from standard input with "-"', async () => {
@@ -86,12 +64,12 @@ describe('rivulet append', () => {
   });
 
   it('commits nothing of a batch with one bad event, and says why (exit 1)', async () => {
-    const bad = file('bad-batch.json', JSON.stringify([{ type: 'a' }, { type: 'b', colour: 'red' }]));
+    const bad = t.file('bad-batch.json', JSON.stringify([{ type: 'a' }, { type: 'b', colour: 'red' }]));
     const run = await rivulet(t.url, ['append', '/atomic', '--file', bad]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^rivulet append: INVALID_INPUT .*colour/);
     expect(run.stdout).toBe('');
-    expect(await client.getEvents('/atomic')).toMatchObject({ streamId: null, events: [] });
+    expect(await t.client.getEvents('/atomic')).toMatchObject({ streamId: null, events: [] });
   });
 
   it('reports server error codes on stderr with exit 1', async () => {
@@ -142,20 +120,20 @@ describe('rivulet append', () => {
     }
 
     it('a file that does not exist, is not JSON, or holds no event objects', async () => {
-      const missing = await rivulet(t.url, ['append', '/x', '--file', join(files, 'missing.json')]);
+      const missing = await rivulet(t.url, ['append', '/x', '--file', join(t.files, 'missing.json')]);
       expect([missing.code, missing.err[0]]).toEqual([2, expect.stringContaining('rivulet append: cannot read')]);
-      const notJson = await rivulet(t.url, ['append', '/x', '--file', file('not.json', '[{"type": "a"},\n')]);
+      const notJson = await rivulet(t.url, ['append', '/x', '--file', t.file('not.json', '[{"type": "a"},\n')]);
       expect([notJson.code, notJson.err[0]]).toEqual([2, expect.stringMatching(/not\.json is not valid JSON/)]);
-      const brokenEvent = await rivulet(t.url, ['append', '/x', '--file', file('broken.json', '{\n  "type": \n}\n')]);
+      const brokenEvent = await rivulet(t.url, ['append', '/x', '--file', t.file('broken.json', '{\n  "type": \n}\n')]);
       expect([brokenEvent.code, brokenEvent.err[0]]).toEqual([2, expect.stringMatching(/broken\.json is not valid JSON/)]);
       const emptyStdin = await rivulet(t.url, ['append', '/x', '--file', '-'], { readStdin: async () => '\n \n' });
       expect([emptyStdin.code, emptyStdin.err[0]]).toEqual([2, 'rivulet append: standard input holds no events']);
-      const numbers = await rivulet(t.url, ['append', '/x', '--file', file('numbers.json', '[1,2]')]);
+      const numbers = await rivulet(t.url, ['append', '/x', '--file', t.file('numbers.json', '[1,2]')]);
       expect([numbers.code, numbers.err[0]]).toEqual([
         2,
         'rivulet append: --file must hold one event object or an array of event objects',
       ]);
-      expect((await client.list()).streams).toEqual([]);
+      expect((await t.client.list()).streams).toEqual([]);
     });
   });
 });

@@ -3,9 +3,11 @@
  * capturing IO so a test runs `main(argv, io)` in-process and can await output lines (a running
  * `tail`) instead of sleeping.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { createClient, type RivuletClient } from '@rivulet/client';
 import { startNodeServer, type NodeServerOptions, type RunningServer } from '@rivulet/server/node';
 import { main } from '../src/main.js';
 import type { RemoteIO } from '../src/commands/remote.js';
@@ -38,6 +40,55 @@ export async function startTestServer(options: NodeServerOptions = {}): Promise<
     async dispose() {
       await server.close();
       rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ServerAndFiles {
+  /** The URL of this test's server. */
+  readonly url: string;
+  /** Stops this test's server (to show what a command says when it cannot reach one). */
+  stop(): Promise<void>;
+  /** An SDK client of this test's server, to look at what a command did. */
+  readonly client: RivuletClient;
+  /** The folder of input files, one for the whole file of tests. */
+  readonly files: string;
+  /** Writes `content` to `name` in the files folder and answers its path. */
+  file(name: string, content: string): string;
+}
+
+/**
+ * Registers the hooks of a test file whose commands read input files: a fresh server and client for
+ * every test, one folder of files (named `prefix`…) for them all, removed at the end.
+ */
+export function useServerAndFiles(prefix: string): ServerAndFiles {
+  let t: TestServer | undefined;
+  let client: RivuletClient | undefined;
+  let files: string | undefined;
+  beforeAll(() => {
+    files = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(() => rmSync(files!, { recursive: true, force: true }));
+  beforeEach(async () => {
+    t = await startTestServer();
+    client = createClient({ url: t.url });
+  });
+  afterEach(() => t!.dispose());
+  return {
+    get url() {
+      return t!.url;
+    },
+    stop: () => t!.stop(),
+    get client() {
+      return client!;
+    },
+    get files() {
+      return files!;
+    },
+    file(name, content) {
+      const path = join(files!, name);
+      writeFileSync(path, content);
+      return path;
     },
   };
 }
