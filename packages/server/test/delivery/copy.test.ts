@@ -9,6 +9,7 @@ import type { CopyBatch } from '../../src/core/copy-builder.js';
 import { subscribeToEventsFrom } from '../../src/engine/commands.js';
 import { createHarness, PROJECT, waitFor, type Harness } from './harness.js';
 import { copySub, x } from './payloads.js';
+import { settleReciprocalCopies } from './reciprocal-copies.js';
 
 let h: Harness;
 afterEach(async () => {
@@ -120,16 +121,7 @@ describe('copies', () => {
 
   it('a reciprocal wildcard pair converges: cycles are dropped with one audit per batch, audits are not copied onward', async () => {
     h = await createHarness();
-    await h.configure('/a', copySub('ab', '/b'));
-    await h.append('/a', x(1));
-    await h.caughtUp('/a', 'ab');
-    await h.configure('/b', copySub('ba', '/a'));
-    await h.append('/b', x(2));
-    await waitFor(() => {
-      const a = h.sub('/a', 'ab');
-      const b = h.sub('/b', 'ba');
-      return a.acknowledgedOffset === h.head('/a') && b.acknowledgedOffset === h.head('/b') && h.alarms.armed.length === 0;
-    }, 'both directions caught up');
+    await settleReciprocalCopies(h);
 
     for (const [path, other] of [
       ['/a', '/b'],

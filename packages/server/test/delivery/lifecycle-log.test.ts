@@ -6,7 +6,8 @@
 import { EventType, type JsonObject } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHarness, failing, ok, PROJECT, waitFor, type Harness } from './harness.js';
-import { copySub, itxSub, x } from './payloads.js';
+import { itxSub, x } from './payloads.js';
+import { settleReciprocalCopies } from './reciprocal-copies.js';
 
 let h: Harness;
 afterEach(() => h?.close());
@@ -52,16 +53,7 @@ describe('lifecycle lines', () => {
 
   it('cycle drops on a reciprocal copy pair are logged on the receiving stream, one line per audit', async () => {
     h = await createHarness();
-    await h.configure('/a', copySub('ab', '/b'));
-    await h.append('/a', x(1));
-    await h.caughtUp('/a', 'ab');
-    await h.configure('/b', copySub('ba', '/a'));
-    await h.append('/b', x(2));
-    await waitFor(() => {
-      const a = h.sub('/a', 'ab');
-      const b = h.sub('/b', 'ba');
-      return a.acknowledgedOffset === h.head('/a') && b.acknowledgedOffset === h.head('/b') && h.alarms.armed.length === 0;
-    }, 'both directions caught up');
+    await settleReciprocalCopies(h);
     const audits = ['/a', '/b'].flatMap((path) =>
       h.eventsOfType(path, EventType.errorOccurred).map((e) => ({ path, offset: e.offset, drop: (e.payload as { drop: Record<string, unknown> }).drop })),
     );
