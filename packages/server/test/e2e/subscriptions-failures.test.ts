@@ -15,6 +15,7 @@ import type { Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
 import {
   EventType,
+  QUICK,
   allEvents,
   caughtUp,
   command,
@@ -29,6 +30,7 @@ import {
   scrape,
   settle,
   subscribe,
+  useQuickServer,
 } from '../helpers/subscriptions.js';
 
 const HALTED = EventType.subscriptionDeliveryHalted;
@@ -38,19 +40,7 @@ const ERROR = EventType.errorOccurred;
 const PAUSED = EventType.paused;
 const RESUMED = EventType.resumed;
 
-const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3, deliveryTimeoutMs: 5_000 } as const;
-
-let server: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  server = await startTestServer(QUICK);
-  api = server.api;
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+const quick = useQuickServer();
 
 const offsetsOf = (copies: CommittedEvent[]) => copies.map((c) => lastHop(c).offset);
 
@@ -68,19 +58,19 @@ describe('a JSONata condition that throws', () => {
     const src = '/s28/src';
     const recv = '/s28/recv';
     const condition = 'payload.bad = true ? $error("boom") : true';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'cond', filter: { eventTypes: ['job'], jsonataCondition: condition }, delivery: { start: 'beginning' } });
-    const jobs = await api.append(src, [
+    await subscribe(quick.api, recv, { sourceStreamPath: src, subscriptionKey: 'cond', filter: { eventTypes: ['job'], jsonataCondition: condition }, delivery: { start: 'beginning' } });
+    const jobs = await quick.api.append(src, [
       { type: 'job', payload: { n: 1 } },
       { type: 'job', payload: { n: 2, bad: true } },
       { type: 'job', payload: { n: 3 } },
     ]);
     const [ok, bad] = jobs;
 
-    const entry = await halted(api, src, 'cond');
+    const entry = await halted(quick.api, src, 'cond');
     // The healthy prefix was delivered, the failing event never passed, nothing after it either.
-    expect(offsetsOf(await copiesOn(api, recv))).toEqual([ok!.offset]);
+    expect(offsetsOf(await copiesOn(quick.api, recv))).toEqual([ok!.offset]);
     expect(entry.deliveryHalted).toEqual({ reason: 'delivery-failed', afterOffset: ok!.offset, attempts: QUICK.maxDeliveryAttempts, error: expect.stringContaining('boom') });
-    const log = await allEvents(api, src);
+    const log = await allEvents(quick.api, src);
     const halts = log.filter((e) => e.type === HALTED);
     expect(halts).toHaveLength(1);
     expect(halts[0]!.payload).toEqual({
@@ -97,7 +87,7 @@ describe('a JSONata condition that throws', () => {
     expect((auditLines[0]!.payload as { message: string }).message).toContain(`threw on offset ${bad!.offset}`);
     expect(auditLines[0]!.offset).toBeLessThan(halts[0]!.offset);
     // Runtime keeps the failure: the cursor before the failing event, the error, the attempts.
-    expect(await runtimeOf(api, src, 'cond')).toMatchObject({
+    expect(await runtimeOf(quick.api, src, 'cond')).toMatchObject({
       acknowledgedOffset: ok!.offset,
       attempt: QUICK.maxDeliveryAttempts,
       nextAttemptAt: null,
@@ -110,21 +100,21 @@ describe('more ordered failures', () => {
   it('resuming a subscription whose condition still throws halts it again; the audit stays one (idempotent per key, run and offset)', async () => {
     const src = '/s28/again-src';
     const recv = '/s28/again-recv';
-    await subscribe(api, recv, {
+    await subscribe(quick.api, recv, {
       sourceStreamPath: src,
       subscriptionKey: 'again',
       filter: { eventTypes: ['job'], jsonataCondition: 'payload.bad ? $error("still broken") : true' },
       delivery: { start: 'beginning' },
     });
-    const [, bad] = await api.append(src, [{ type: 'job', payload: { n: 1 } }, { type: 'job', payload: { n: 2, bad: true } }]);
-    await halted(api, src, 'again');
-    const res = await command(api, src, 'resumeSubscription', { subscriptionKey: 'again' });
+    const [, bad] = await quick.api.append(src, [{ type: 'job', payload: { n: 1 } }, { type: 'job', payload: { n: 2, bad: true } }]);
+    await halted(quick.api, src, 'again');
+    const res = await command(quick.api, src, 'resumeSubscription', { subscriptionKey: 'again' });
     expect(res.status, res.text).toBe(200);
-    await eventually(async () => (await allEvents(api, src)).filter((e) => e.type === HALTED).length === 2, 'the second halt');
-    const log = await allEvents(api, src);
+    await eventually(async () => (await allEvents(quick.api, src)).filter((e) => e.type === HALTED).length === 2, 'the second halt');
+    const log = await allEvents(quick.api, src);
     expect(log.filter((e) => e.type === ERROR).map((e) => (e.payload as { offset: number }).offset)).toEqual([bad!.offset]);
     expect(log.filter((e) => e.type === HALTED).map((e) => (e.payload as { afterOffset: number }).afterOffset)).toEqual([bad!.offset - 1, bad!.offset - 1]);
-    expect(offsetsOf(await copiesOn(api, recv))).toEqual([bad!.offset - 1]);
+    expect(offsetsOf(await copiesOn(quick.api, recv))).toEqual([bad!.offset - 1]);
   });
 
   it('a halt persists at most 4096 characters of a long error', async () => {
@@ -132,42 +122,42 @@ describe('more ordered failures', () => {
     const quiet = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     onTestFinished(() => quiet.mockRestore());
     const src = '/s28/long-src';
-    await subscribe(api, '/s28/long-recv', {
+    await subscribe(quick.api, '/s28/long-recv', {
       sourceStreamPath: src,
       subscriptionKey: 'long',
       filter: { jsonataCondition: 'payload.bad ? $error($pad("", 5000, "x")) : true' },
     });
-    await api.append(src, { type: 'job', payload: { bad: true } });
-    const entry = await halted(api, src, 'long');
+    await quick.api.append(src, { type: 'job', payload: { bad: true } });
+    const entry = await halted(quick.api, src, 'long');
     expect(entry.deliveryHalted!.error!.length).toBeLessThanOrEqual(4096);
     expect(entry.deliveryHalted!.error).toMatch(/^filter.jsonataCondition threw on offset \d+: x+…$/);
-    const audit = (await allEvents(api, src)).find((e) => e.type === ERROR)!;
+    const audit = (await allEvents(quick.api, src)).find((e) => e.type === ERROR)!;
     expect((audit.payload as { error: string }).error.length).toBeLessThanOrEqual(4096);
   });
 
   it('a transform that throws on one event is an ordered failure too: the prefix is copied, the event never passes', async () => {
     const src = '/s28/transform-src';
     const recv = '/s28/transform-recv';
-    await subscribe(api, recv, {
+    await subscribe(quick.api, recv, {
       sourceStreamPath: src,
       subscriptionKey: 'shape',
       filter: { eventTypes: ['job'] },
       jsonataTransform: 'payload.bad ? $error("cannot shape") : {"payload": {"shaped": payload.n}}',
       delivery: { start: 'beginning' },
     });
-    const [ok, bad] = await api.append(src, [
+    const [ok, bad] = await quick.api.append(src, [
       { type: 'job', payload: { n: 1 } },
       { type: 'job', payload: { n: 2, bad: true } },
       { type: 'job', payload: { n: 3 } },
     ]);
-    const entry = await halted(api, src, 'shape');
+    const entry = await halted(quick.api, src, 'shape');
     expect(entry.deliveryHalted).toEqual({
       reason: 'delivery-failed',
       afterOffset: ok!.offset,
       attempts: QUICK.maxDeliveryAttempts,
       error: `jsonataTransform failed on offset ${bad!.offset}: cannot shape`,
     });
-    const copies = await copiesOn(api, recv);
+    const copies = await copiesOn(quick.api, recv);
     expect(copies.map((c) => [lastHop(c).offset, c.payload])).toEqual([[ok!.offset, { shaped: 1 }]]);
   });
 });
@@ -178,85 +168,85 @@ describe('a halted subscription', () => {
     const recv = '/s29/recv';
     const marker = '/s29/marker';
     const body = { sourceStreamPath: src, subscriptionKey: 'h', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' as const } };
-    const original = await subscribe(api, recv, body);
-    await subscribe(api, marker, { sourceStreamPath: src, subscriptionKey: 'm', filter: { eventTypes: ['e'] } });
-    const [e1] = await api.append(src, { type: 'e', payload: { n: 1 } });
-    await caughtUp(api, src, 'h');
+    const original = await subscribe(quick.api, recv, body);
+    await subscribe(quick.api, marker, { sourceStreamPath: src, subscriptionKey: 'm', filter: { eventTypes: ['e'] } });
+    const [e1] = await quick.api.append(src, { type: 'e', payload: { n: 1 } });
+    await caughtUp(quick.api, src, 'h');
 
-    const { appended, entry } = await haltByPausedReceiver(api, src, recv, 'h', [{ type: 'e', payload: { n: 2 } }]);
+    const { appended, entry } = await haltByPausedReceiver(quick.api, src, recv, 'h', [{ type: 'e', payload: { n: 2 } }]);
     expect(entry.deliveryHalted).toEqual({
       reason: 'delivery-failed',
       afterOffset: e1!.offset,
       attempts: QUICK.maxDeliveryAttempts,
       error: expect.stringMatching(/receiving stream \/s29\/recv: .*is paused \(maintenance\)/),
     });
-    const haltEvent = (await allEvents(api, src)).find((e) => e.type === HALTED)!;
+    const haltEvent = (await allEvents(quick.api, src)).find((e) => e.type === HALTED)!;
     expect(haltEvent.payload).toEqual({ subscriptionKey: 'h', ...entry.deliveryHalted });
 
     // The receiver accepts copies again, but the halted subscription holds new events.
-    const [e3] = await api.append(src, { type: 'e', payload: { n: 3 } });
-    await eventually(async () => (await copiesOn(api, marker)).some((c) => lastHop(c).offset === e3!.offset), 'the marker copy of e3');
+    const [e3] = await quick.api.append(src, { type: 'e', payload: { n: 3 } });
+    await eventually(async () => (await copiesOn(quick.api, marker)).some((c) => lastHop(c).offset === e3!.offset), 'the marker copy of e3');
     await settle();
-    expect(offsetsOf(await copiesOn(api, recv))).toEqual([e1!.offset]);
-    expect(await runtimeOf(api, src, 'h')).toMatchObject({ acknowledgedOffset: e1!.offset, nextAttemptAt: null, inFlightDeadlineAt: null });
+    expect(offsetsOf(await copiesOn(quick.api, recv))).toEqual([e1!.offset]);
+    expect(await runtimeOf(quick.api, src, 'h')).toMatchObject({ acknowledgedOffset: e1!.offset, nextAttemptAt: null, inFlightDeadlineAt: null });
 
     // Repeating the identical subscribe while halted returns the original event and appends nothing (protocol §14.1).
-    const head = await headOf(api, src);
-    expect(await subscribe(api, recv, body)).toEqual(original);
-    expect(await headOf(api, src)).toBe(head);
-    expect((await outboundOf(api, src, 'h'))!.deliveryHalted).toBeDefined();
+    const head = await headOf(quick.api, src);
+    expect(await subscribe(quick.api, recv, body)).toEqual(original);
+    expect(await headOf(quick.api, src)).toBe(head);
+    expect((await outboundOf(quick.api, src, 'h'))!.deliveryHalted).toBeDefined();
 
-    const res = await command(api, src, 'resumeSubscription', { subscriptionKey: 'h' });
+    const res = await command(quick.api, src, 'resumeSubscription', { subscriptionKey: 'h' });
     expect(res.status, res.text).toBe(200);
     const resumed = (res.body as { event: CommittedEvent }).event;
     expect(resumed).toEqual({ path: src, offset: head + 1, createdAt: resumed.createdAt, type: RESUMED_SUB, payload: { subscriptionKey: 'h' } });
-    const row = await caughtUp(api, src, 'h');
+    const row = await caughtUp(quick.api, src, 'h');
     expect(row).toMatchObject({ attempt: 0, lastError: null, acknowledgedOffset: resumed.offset });
-    expect(offsetsOf(await copiesOn(api, recv))).toEqual([e1!.offset, appended[0]!.offset, e3!.offset]);
-    expect((await outboundOf(api, src, 'h'))!.deliveryHalted).toBeUndefined();
+    expect(offsetsOf(await copiesOn(quick.api, recv))).toEqual([e1!.offset, appended[0]!.offset, e3!.offset]);
+    expect((await outboundOf(quick.api, src, 'h'))!.deliveryHalted).toBeUndefined();
   });
 
   it('resumeSubscription when not halted answers {event: null}; setSubscriptionCursorAndResume answers {cursorSet, resumed}', async () => {
     const src = '/s29/cmd-src';
     const recv = '/s29/cmd-recv';
-    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'h', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
-    const [e1] = await api.append(src, { type: 'e', payload: { n: 1 } });
-    await caughtUp(api, src, 'h');
+    await subscribe(quick.api, recv, { sourceStreamPath: src, subscriptionKey: 'h', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
+    const [e1] = await quick.api.append(src, { type: 'e', payload: { n: 1 } });
+    await caughtUp(quick.api, src, 'h');
 
     // Not halted: resume appends nothing.
-    let head = await headOf(api, src);
-    const notHalted = await command(api, src, 'resumeSubscription', { subscriptionKey: 'h' });
+    let head = await headOf(quick.api, src);
+    const notHalted = await command(quick.api, src, 'resumeSubscription', { subscriptionKey: 'h' });
     expect(notHalted.status, notHalted.text).toBe(200);
     expect(notHalted.body).toEqual({ event: null });
-    expect(await headOf(api, src)).toBe(head);
+    expect(await headOf(quick.api, src)).toBe(head);
 
     // Not halted: set-and-resume appends only the cursor-set (a new run from the cursor).
-    const onlyCursor = await command(api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'h', afterOffset: 0 });
+    const onlyCursor = await command(quick.api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'h', afterOffset: 0 });
     expect(onlyCursor.status, onlyCursor.text).toBe(200);
     const a = onlyCursor.body as { cursorSet: CommittedEvent; resumed: CommittedEvent | null };
     expect(a.resumed).toBeNull();
     expect(a.cursorSet).toMatchObject({ offset: head + 1, type: CURSOR_SET, payload: { subscriptionKey: 'h', afterOffset: 0 } });
-    expect(await headOf(api, src)).toBe(head + 1);
-    await caughtUp(api, src, 'h');
-    expect((await copiesOn(api, recv)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
+    expect(await headOf(quick.api, src)).toBe(head + 1);
+    await caughtUp(quick.api, src, 'h');
+    expect((await copiesOn(quick.api, recv)).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([
       [e1!.offset, 2],
       [e1!.offset, a.cursorSet.offset],
     ]);
 
     // Halted: both events in one atomic append, consecutive offsets; delivery restarts at the new cursor.
-    const { appended } = await haltByPausedReceiver(api, src, recv, 'h', [{ type: 'e', payload: { n: 2 } }, { type: 'e', payload: { n: 3 } }]);
-    head = await headOf(api, src);
-    const both = await command(api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'h', afterOffset: appended[0]!.offset });
+    const { appended } = await haltByPausedReceiver(quick.api, src, recv, 'h', [{ type: 'e', payload: { n: 2 } }, { type: 'e', payload: { n: 3 } }]);
+    head = await headOf(quick.api, src);
+    const both = await command(quick.api, src, 'setSubscriptionCursorAndResume', { subscriptionKey: 'h', afterOffset: appended[0]!.offset });
     expect(both.status, both.text).toBe(200);
     const b = both.body as { cursorSet: CommittedEvent; resumed: CommittedEvent };
     expect(b.cursorSet).toMatchObject({ offset: head + 1, type: CURSOR_SET, payload: { subscriptionKey: 'h', afterOffset: appended[0]!.offset } });
     expect(b.resumed).toMatchObject({ offset: head + 2, type: RESUMED_SUB, payload: { subscriptionKey: 'h' } });
     expect(b.resumed.createdAt).toBe(b.cursorSet.createdAt);
-    await caughtUp(api, src, 'h');
-    const copies = await copiesOn(api, recv);
+    await caughtUp(quick.api, src, 'h');
+    const copies = await copiesOn(quick.api, recv);
     // Only the event after the new cursor is copied, under the cursor-set's generation.
     expect(copies.slice(2).map((c) => [lastHop(c).offset, lastHop(c).cursorChangedAtSourceOffset])).toEqual([[appended[1]!.offset, b.cursorSet.offset]]);
-    expect((await outboundOf(api, src, 'h'))!.deliveryHalted).toBeUndefined();
+    expect((await outboundOf(quick.api, src, 'h'))!.deliveryHalted).toBeUndefined();
   });
 });
 
@@ -309,36 +299,28 @@ describe('a copy into a paused receiver', () => {
 
 // Delivery metrics live in each stream's Durable Object on the Worker host (docs/cloudflare.md §4.2).
 describe.skipIf(TEST_HOST === 'worker')('/metrics for subscriptions', () => {
-  let metricsServer: TestServer;
-  let mapi: Api;
-  beforeAll(async () => {
-    metricsServer = await startTestServer(QUICK);
-    mapi = metricsServer.api;
-  });
-  afterAll(async () => {
-    await metricsServer?.close();
-  });
+  const metrics = useQuickServer();
 
   it('counts copy deliveries by outcome and shows rivulet_subscriptions_halted 1 while a subscription is halted', async () => {
     const src = '/metrics-sub/src';
     const recv = '/metrics-sub/recv';
-    await subscribe(mapi, recv, { sourceStreamPath: src, subscriptionKey: 'mk', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
-    await mapi.append(src, { type: 'e' });
-    await caughtUp(mapi, src, 'mk');
-    let text = await scrape(mapi);
+    await subscribe(metrics.api, recv, { sourceStreamPath: src, subscriptionKey: 'mk', filter: { eventTypes: ['e'] }, delivery: { start: 'beginning' } });
+    await metrics.api.append(src, { type: 'e' });
+    await caughtUp(metrics.api, src, 'mk');
+    let text = await scrape(metrics.api);
     expect(sampleOf(text, 'rivulet_deliveries_total', { action: 'copy-to-stream', outcome: 'ok' })).toBeGreaterThan(0);
     expect(sampleOf(text, 'rivulet_subscriptions_halted')).toBe(0);
 
-    await haltByPausedReceiver(mapi, src, recv, 'mk', [{ type: 'e' }]);
-    text = await scrape(mapi);
+    await haltByPausedReceiver(metrics.api, src, recv, 'mk', [{ type: 'e' }]);
+    text = await scrape(metrics.api);
     expect(sampleOf(text, 'rivulet_subscriptions_halted')).toBe(1);
     expect(sampleOf(text, 'rivulet_deliveries_total', { action: 'copy-to-stream', outcome: 'unavailable' })).toBeGreaterThanOrEqual(QUICK.maxDeliveryAttempts);
     expect(sampleOf(text, 'rivulet_subscription_lag_events', { project: '', stream: src, key: 'mk' })).toBeGreaterThan(0);
 
-    const res = await command(mapi, src, 'resumeSubscription', { subscriptionKey: 'mk' });
+    const res = await command(metrics.api, src, 'resumeSubscription', { subscriptionKey: 'mk' });
     expect(res.status, res.text).toBe(200);
-    await caughtUp(mapi, src, 'mk');
-    text = await scrape(mapi);
+    await caughtUp(metrics.api, src, 'mk');
+    text = await scrape(metrics.api);
     expect(sampleOf(text, 'rivulet_subscriptions_halted')).toBe(0);
     expect(sampleOf(text, 'rivulet_subscription_lag_events', { project: '', stream: src, key: 'mk' })).toBeUndefined();
   });

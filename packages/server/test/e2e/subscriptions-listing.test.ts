@@ -3,43 +3,31 @@
  * fields, halted first, status and prefix filters, pages whose opaque cursor holds across inserts,
  * projects kept apart, the halted count agreeing with /metrics, and its refusals.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@rivulet/client';
 import type { SubscriptionListEntry } from '@rivulet/contract';
 import { rpcError } from '../fixtures/rpc-helpers.js';
 import { expectError, queryString, streamRoute, type Api } from '../helpers/http.js';
-import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
-import { caughtUp, eventually, halted, sampleOf, scrape, subscribe } from '../helpers/subscriptions.js';
+import { TEST_HOST } from '../helpers/server.js';
+import { QUICK, caughtUp, eventually, halted, sampleOf, scrape, subscribe, useQuickServer } from '../helpers/subscriptions.js';
 
-const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3, deliveryTimeoutMs: 5_000 } as const;
-
-let server: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  server = await startTestServer(QUICK);
-  api = server.api;
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+const quick = useQuickServer();
 
 interface Listing {
   subscriptions: SubscriptionListEntry[];
   next?: string;
 }
 
-const listRaw = (query: Record<string, string | number> = {}, a: Api = api) => a.request<Listing>('GET', `/v1/subscriptions${queryString(query)}`);
+const listRaw = (query: Record<string, string | number> = {}, a: Api = quick.api) => a.request<Listing>('GET', `/v1/subscriptions${queryString(query)}`);
 
-async function list(query: Record<string, string | number> = {}, a: Api = api): Promise<Listing> {
+async function list(query: Record<string, string | number> = {}, a: Api = quick.api): Promise<Listing> {
   const res = await listRaw(query, a);
   expect(res.status, res.text).toBe(200);
   return res.body;
 }
 
 /** Every page, following `next`. */
-async function listAll(query: Record<string, string | number>, a: Api = api): Promise<SubscriptionListEntry[]> {
+async function listAll(query: Record<string, string | number>, a: Api = quick.api): Promise<SubscriptionListEntry[]> {
   const out: SubscriptionListEntry[] = [];
   let after: string | undefined;
   for (;;) {
@@ -54,12 +42,12 @@ const names = (entries: SubscriptionListEntry[]) => entries.map((e) => `${e.sour
 
 /** A copy subscription whose condition throws on every event: it halts after QUICK.maxDeliveryAttempts. */
 async function haltedCopy(src: string, key: string): Promise<void> {
-  await subscribe(api, `${src}-recv`, { sourceStreamPath: src, subscriptionKey: key, filter: { jsonataCondition: 'type = "x" ? $error("boom") : false' } });
-  await api.append(src, { type: 'x' });
-  await halted(api, src, key);
+  await subscribe(quick.api, `${src}-recv`, { sourceStreamPath: src, subscriptionKey: key, filter: { jsonataCondition: 'type = "x" ? $error("boom") : false' } });
+  await quick.api.append(src, { type: 'x' });
+  await halted(quick.api, src, key);
 }
 
-async function healthyCopy(src: string, key: string, a: Api = api): Promise<void> {
+async function healthyCopy(src: string, key: string, a: Api = quick.api): Promise<void> {
   await subscribe(a, `${src}-recv`, { sourceStreamPath: src, subscriptionKey: key });
   await a.append(src, { type: 'x' });
   await caughtUp(a, src, key);
@@ -88,7 +76,7 @@ describe('GET /v1/subscriptions', () => {
     expect(a.deliveryHalted).toBeUndefined();
     expect(Date.parse(a.configuredAt)).not.toBeNaN();
     // What :state says of the same subscription.
-    const state = await api.state('/ls/a');
+    const state = await quick.api.state('/ls/a');
     expect(a.acknowledgedOffset).toBe(state.runtime!.subscriptions.k1!.acknowledgedOffset);
     expect(a.configuredAt).toBe(state.core!.subscriptions.outbound.byKey.k1!.configuredAt);
   });
@@ -125,8 +113,8 @@ describe('GET /v1/subscriptions', () => {
   it('follows a resume: a subscription set past its failing event and resumed leaves the halted group', async () => {
     await haltedCopy('/rs/x', 'k');
     expect(names((await list({ prefix: '/rs', status: 'halted' })).subscriptions)).toEqual(['/rs/x#k']);
-    const head = (await api.read('/rs/x', { limit: 1 })).streamMaxOffset;
-    const res = await api.request('POST', streamRoute('/rs/x', 'setSubscriptionCursorAndResume'), { json: { subscriptionKey: 'k', afterOffset: head } });
+    const head = (await quick.api.read('/rs/x', { limit: 1 })).streamMaxOffset;
+    const res = await quick.api.request('POST', streamRoute('/rs/x', 'setSubscriptionCursorAndResume'), { json: { subscriptionKey: 'k', afterOffset: head } });
     expect(res.status, res.text).toBe(200);
     const entry = await eventually(async () => {
       const [e] = (await list({ prefix: '/rs' })).subscriptions;
@@ -137,7 +125,7 @@ describe('GET /v1/subscriptions', () => {
   });
 
   it('lists the subscriptions of the caller project only', async () => {
-    const p1 = api.with({ 'x-project-id': 'p1' });
+    const p1 = quick.api.with({ 'x-project-id': 'p1' });
     await healthyCopy('/ls/a', 'other', p1);
     expect(names((await list({ prefix: '/ls/a' }, p1)).subscriptions)).toEqual(['/ls/a#other']);
     expect(names((await list({ prefix: '/ls/a' })).subscriptions)).toEqual(['/ls/a#k1']);
@@ -147,21 +135,21 @@ describe('GET /v1/subscriptions', () => {
     await healthyCopy('/gone/a', 'k');
     await healthyCopy('/gone/b', 'k');
     expect(names((await list({ prefix: '/gone' })).subscriptions)).toEqual(['/gone/a#k', '/gone/b#k']);
-    await api.append('/gone/a', { type: 'events.iterate.com/stream/subscription-removed', payload: { subscriptionKey: 'k' } });
-    await api.destroy('/gone/b');
+    await quick.api.append('/gone/a', { type: 'events.iterate.com/stream/subscription-removed', payload: { subscriptionKey: 'k' } });
+    await quick.api.destroy('/gone/b');
     await eventually(async () => ((await list({ prefix: '/gone' })).subscriptions.length === 0 ? true : undefined), 'the listing to forget /gone');
   });
 
   it.skipIf(TEST_HOST === 'worker')('counts the same halted subscriptions as /metrics', async () => {
     const halts = await listAll({ status: 'halted' });
-    const halted = sampleOf(await scrape(api), 'rivulet_subscriptions_halted');
+    const halted = sampleOf(await scrape(quick.api), 'rivulet_subscriptions_halted');
     // /metrics counts every project; the projects other than the deployment-wide one have none halted.
     expect(halts.length).toBeGreaterThan(0);
     expect(halted).toBe(halts.length);
   });
 
   it('answers the same page on the RPC root, and refuses bad options there', async () => {
-    const itx = await connect(server.url);
+    const itx = await connect(quick.server.url);
     try {
       const page = await itx.root.listSubscriptions({ prefix: '/ls', status: ['halted'] });
       expect(page).toEqual(await list({ prefix: '/ls', status: 'halted' }));
@@ -175,7 +163,7 @@ describe('GET /v1/subscriptions', () => {
   });
 
   it('is described in the OpenAPI document, with the two stream methods', async () => {
-    const doc = (await api.request<{ paths: Record<string, Record<string, { parameters: Array<{ name: string }> }>> }>('GET', '/v1/openapi.json')).body;
+    const doc = (await quick.api.request<{ paths: Record<string, Record<string, { parameters: Array<{ name: string }> }>> }>('GET', '/v1/openapi.json')).body;
     expect(doc.paths['/v1/subscriptions']!.get!.parameters.map((p) => p.name)).toEqual(['status', 'prefix', 'limit', 'after']);
     expect(doc.paths['/v1/streams/{path}:deliveryAttempts']!.get!.parameters.map((p) => p.name)).toEqual(['path', 'subscriptionKey', 'limit']);
     expect(doc.paths['/v1/streams/{path}:previewSubscription']!.post).toBeDefined();
@@ -191,7 +179,7 @@ describe('GET /v1/subscriptions', () => {
     expectError(await listRaw({ after: '%%%' }), 'INVALID_INPUT', 'after: not a position of this listing');
     expectError(await listRaw({ sort: 'path' }), 'INVALID_INPUT', 'sort');
     expectError(await listRaw({ prefix: 'no-slash/../..' }), 'INVALID_INPUT', '');
-    const repeated = await api.request('GET', '/v1/subscriptions?status=halted&status=healthy');
+    const repeated = await quick.api.request('GET', '/v1/subscriptions?status=halted&status=healthy');
     expectError(repeated, 'INVALID_INPUT', 'query parameter "status" is given more than once');
   });
 });

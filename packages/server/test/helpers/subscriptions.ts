@@ -1,10 +1,11 @@
 /**
  * Helpers for the end-to-end subscription suites (test/e2e/subscriptions-*.test.ts): the
  * subscription commands over plain HTTP, raw subscription-configured events, waiting on runtime
- * state with deadlines, reading copies and their hops, and Prometheus samples. Everything goes
- * through the Api of http.ts (real HTTP); nothing here reaches into the server.
+ * state with deadlines, reading copies and their hops, Prometheus samples, and a server whose
+ * retries are quick enough to watch a halt. Everything goes through the Api of http.ts (real
+ * HTTP); nothing here reaches into the server.
  */
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import {
   EventType,
   type CommittedEvent,
@@ -15,6 +16,7 @@ import {
   type SubscriptionRuntimeState,
 } from '@rivulet/contract';
 import { streamRoute, type Api, type ApiResponse, type EventInput } from './http.js';
+import type { TestServer } from './server.js';
 
 export { EventType };
 
@@ -30,6 +32,46 @@ export const RUNTIME_FIELDS = [
   'completionLatencyMs',
   'deliveryDurationMs',
 ] as const;
+
+// ---------------------------------------------------------------- a server
+
+/**
+ * Delivery settings that halt a failing subscription within a test's patience: it halts at the
+ * third failure, with backoffs of 10 ms doubling up to 50 ms between (protocol §12.4–§12.5).
+ */
+export const QUICK = { retryBaseMs: 10, retryMaxMs: 50, maxDeliveryAttempts: 3, deliveryTimeoutMs: 5_000 } as const;
+
+export interface QuickServer {
+  /** The server, once the suite's beforeAll has started it. */
+  readonly server: TestServer;
+  /** Its request helper. */
+  readonly api: Api;
+}
+
+/**
+ * Registers a beforeAll that starts one server with QUICK delivery settings and an afterAll that
+ * closes it, in the suite (or describe block) it is called in.
+ */
+export function useQuickServer(): QuickServer {
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    // Imported here, not at the top: the delivery unit tests import this file for RUNTIME_FIELDS
+    // and must not load both hosts (Miniflare included) to get it.
+    const { startTestServer } = await import('./server.js');
+    server = await startTestServer(QUICK);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return {
+    get server() {
+      return server!;
+    },
+    get api() {
+      return server!.api;
+    },
+  };
+}
 
 // ---------------------------------------------------------------- waiting
 
