@@ -58,6 +58,7 @@ export default defineConfig({
     alias: [
       { find: /^@rivulet\/contract$/, replacement: src('./packages/contract/src/index.ts') },
       { find: /^@rivulet\/server\/node$/, replacement: src('./packages/server/src/hosts/node/serve.ts') },
+      { find: /^@rivulet\/server\/release$/, replacement: src('./packages/server/src/release.ts') },
       { find: /^@rivulet\/server$/, replacement: src('./packages/server/src/index.ts') },
       { find: /^@rivulet\/client$/, replacement: src('./packages/client/src/index.ts') },
       { find: /^@rivulet\/client\/processor-host$/, replacement: src('./packages/client/src/processor-host.ts') },

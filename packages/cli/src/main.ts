@@ -58,8 +58,9 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-V') {
-    // The server package knows its release and the storage format it writes (protocol §16.4).
-    const { VERSION, FORMAT_VERSION } = await import('@rivulet/server/node');
+    // The server package knows its release and the storage format it writes (protocol §16.4);
+    // its release entry has them without loading the Node host.
+    const { VERSION, FORMAT_VERSION } = await import('@rivulet/server/release');
     io.out(`rivulet ${VERSION} (storage format ${FORMAT_VERSION})`);
     return 0;
   }

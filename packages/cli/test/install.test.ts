@@ -97,7 +97,13 @@ describe('installed from packed tarballs', () => {
     }
     const { stdout } = await run('tar', ['-tzf', tarballs['@rivulet/server']!]);
     expect(stdout).toContain('package/dist/hosts/node/serve.js');
+    expect(stdout).toContain('package/dist/release.js');
     expect(stdout).toContain('package/dist/ui/index.html');
+  });
+
+  it('the installed CLI prints its version through the server package\'s release entry', async () => {
+    const { stdout } = await run(process.execPath, [join(project, 'node_modules/rivulet/bin/rivulet.js'), '--version'], { cwd: project });
+    expect(stdout).toMatch(/^rivulet \d+\.\d+\.\d+ \(storage format \d+\)\n$/);
   });
 
   it('the installed CLI serves the web UI, and an SDK script appends, subscribes, tails and verifies a webhook', async () => {
