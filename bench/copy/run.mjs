@@ -31,6 +31,9 @@ const usage = `Usage: node bench/copy/run.mjs [options]   (npm run bench:copy --
   --only LIST          comma-separated scenario names to run (default: all; source always runs)
   --cli PATH           the rivulet CLI to serve with (default: this workspace's build), e.g. an
                        older build for a before/after comparison
+  --ab-cli PATH        also measure every scenario with this other CLI in the same rounds
+                       (interleaved), and print each scenario's ratio this ÷ other, e.g. a build
+                       of an earlier commit from \`node bench/peers/build-commit.mjs COMMIT\`
   --out FILE           JSON result file (default bench/results/copy-<timestamp>.json)
   --no-write           do not write the JSON result file
   -h, --help           this text`;
@@ -45,6 +48,7 @@ const { values: flags } = parseArgs({
     durability: { type: 'string', default: 'full' },
     only: { type: 'string' },
     cli: { type: 'string' },
+    'ab-cli': { type: 'string' },
     out: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -114,9 +118,9 @@ function percentile(sorted, p) {
  * One measurement: a fresh server, `setup(url)` answering the receiving streams to inspect (each
  * with the number of hops its copies travelled), the load on the source, catch-up, read-back.
  */
-async function measure(name, round, setup) {
-  const dir = freshDir(`${name}-r${round}`);
-  const server = await startServer([flags.cli ?? CLI, 'serve', '--port', '0', '--data', dir, '--durability', cfg.durability], name);
+async function measure(name, round, setup, variant = VARIANTS[0]) {
+  const dir = freshDir(`${name}-${variant.label}-r${round}`);
+  const server = await startServer([variant.cli, 'serve', '--port', '0', '--data', dir, '--durability', cfg.durability], name);
   try {
     await call(server.url, 'POST', streamUrl(SOURCE), { type: 'bench/setup' });
     const { receivers, sources } = await setup(server.url);
@@ -151,6 +155,7 @@ async function measure(name, round, setup) {
     latencies.sort((a, b) => a - b);
     return {
       name,
+      variant: variant.label,
       round,
       sourceEventsPerSec: load.eventsPerSec,
       appendP50ms: load.p50ms,
@@ -168,6 +173,9 @@ async function measure(name, round, setup) {
     await stopServer(server);
   }
 }
+
+// The build under test, and with --ab-cli the other one measured beside it.
+const VARIANTS = [{ label: 'this', cli: flags.cli ?? CLI }, ...(flags['ab-cli'] ? [{ label: 'other', cli: flags['ab-cli'] }] : [])];
 
 const SCENARIOS = {
   source: { title: 'source alone (baseline)', setup: async () => ({ receivers: [], sources: [] }) },
@@ -228,18 +236,20 @@ async function main() {
     const only = flags.only?.split(',');
     const names = Object.keys(SCENARIOS).filter((name) => !only || name === 'source' || only.includes(name));
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      const r = await measure(name, round, SCENARIOS[name].setup);
-      runs.push(r);
-      console.log(
-        `  ${name.padEnd(11)} r${round}: source ${fmtN(r.sourceEventsPerSec).padStart(7)} ev/s (append p99 ${fmtMs(r.appendP99ms)} ms)` +
-          (r.receivers ? `  copies ${fmtN(r.copyEventsPerSec).padStart(7)} ev/s  latency p50 ${fmtMs(r.latencyP50ms)} p99 ${fmtMs(r.latencyP99ms)} ms  catch-up ${fmtMs(r.catchUpMs)} ms` : '') +
-          (r.errors ? `  ERRORS ${r.errors}` : ''),
-      );
+      for (const variant of round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
+        const r = await measure(name, round, SCENARIOS[name].setup, variant);
+        runs.push(r);
+        console.log(
+          `  ${name.padEnd(11)} ${VARIANTS.length > 1 ? `${variant.label.padEnd(5)} ` : ''}r${round}: source ${fmtN(r.sourceEventsPerSec).padStart(7)} ev/s (append p99 ${fmtMs(r.appendP99ms)} ms)` +
+            (r.receivers ? `  copies ${fmtN(r.copyEventsPerSec).padStart(7)} ev/s  latency p50 ${fmtMs(r.latencyP50ms)} p99 ${fmtMs(r.latencyP99ms)} ms  catch-up ${fmtMs(r.catchUpMs)} ms` : '') +
+            (r.errors ? `  ERRORS ${r.errors}` : ''),
+        );
+      }
     }
   }
   const summary = {};
   for (const name of Object.keys(SCENARIOS)) {
-    const rs = runs.filter((r) => r.name === name);
+    const rs = runs.filter((r) => r.name === name && r.variant === 'this');
     if (rs.length === 0) continue;
     summary[name] = {
       title: SCENARIOS[name].title,
@@ -281,6 +291,29 @@ async function main() {
       pass: costOfNonMatching < 0.05,
     },
   ];
+  if (VARIANTS.length > 1) {
+    // Per scenario: medians of the per-round ratios this ÷ other (the rounds ran side by side).
+    console.log(`\nthis build ÷ ${flags['ab-cli']}, medians of per-round ratios:`);
+    const ab = {};
+    for (const name of Object.keys(summary)) {
+      const ratios = (field) =>
+        median(
+          runs
+            .filter((r) => r.name === name && r.variant === 'this')
+            .map((r) => r[field] / runs.find((o) => o.name === name && o.variant === 'other' && o.round === r.round)[field]),
+        );
+      ab[name] = { source: ratios('sourceEventsPerSec'), copies: summary[name].copyEventsPerSec ? ratios('copyEventsPerSec') : NaN };
+      console.log(`  ${summary[name].title.padEnd(48)} source ${fmtX(ab[name].source)}` + (Number.isNaN(ab[name].copies) ? '' : `  copies ${fmtX(ab[name].copies)}`));
+    }
+    if (ab.shaped) {
+      targets.push({
+        target: '(d) condition + transform copies >= 0.9x the other build in the same run',
+        value: fmtX(ab.shaped.copies),
+        pass: ab.shaped.copies >= 0.9,
+      });
+    }
+    summary.ab = ab;
+  }
   console.log('');
   for (const t of targets) console.log(`${t.pass ? 'PASS' : 'MISS'}  ${t.target}: ${t.value}`);
   const wallSeconds = (performance.now() - wall0) / 1000;
