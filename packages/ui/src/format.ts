@@ -170,8 +170,8 @@ export interface FailedAt {
 /**
  * The offset of the event a halted subscription failed on: the one its error names ("… on offset
  * 7: …", the condition and transform errors), else the first offset of the newest failed attempt
- * (a receiver that refused or could not be reached), else none: then the card shows the next event
- * the subscription owes (hosted processor wakes record no attempts, protocol §22.2).
+ * (a receiver that refused or could not be reached, a processor wake that failed), else none: then
+ * the card shows the next event the subscription owes.
  */
 export function failedOffset(
   halt: { afterOffset: number; error?: string | undefined },

@@ -166,11 +166,13 @@ describe('web UI', () => {
     expect(await text('mirror')).toContain('copy to /kinds/copy');
     expect(await text('mirror')).toContain('{"payload": {"n": 1}}');
     expect(await text('mirror')).toContain('all events');
-    // No processor host is connected, so the wake halts; hosted wakes record no attempts, so its
-    // card shows the next event the subscription owes.
+    // No processor host is connected, so the wake halts; each failed wake is an attempt at the event
+    // it was for (protocol §22.2), so its card names that event and lists the attempts.
     const agent = p.getByTestId('halted-lane').locator('article[data-key="agent"]');
-    await expect.poll(() => agent.getByTestId('failed-label').textContent(), { timeout: 10_000 }).toBe('Next event it owes: #1 events.iterate.com/stream/created');
-    expect(await agent.getByTestId('attempts').textContent()).toBe('No delivery attempts recorded.');
+    await expect.poll(() => agent.getByTestId('failed-label').textContent(), { timeout: 10_000 }).toBe('Failed delivering the events from #1 events.iterate.com/stream/created');
+    const rows = agent.locator('[data-testid="attempts-table"] tbody tr');
+    await expect.poll(() => rows.count()).toBeGreaterThan(0);
+    expect(await agent.locator('[data-testid="attempts-table"] tbody tr:not([data-outcome="unavailable"])').count()).toBe(0);
     await shot(p, 'receivers.png');
   });
 });

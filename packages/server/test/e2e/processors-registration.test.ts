@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { DeliveryAttempt } from '@rivulet/contract';
+import { queryString, streamRoute } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { configured, eventually } from '../helpers/subscriptions.js';
 import { assertSdkBuilt } from '../fixtures/worker-process.js';
@@ -58,6 +60,15 @@ describe('a processor host registering', () => {
     expect(waiting.lastError).toMatch(/no processor "ledger" is connected in this project/);
     expect(waiting.attempt).toBe(1);
     expect(waiting.nextAttemptAt! - Date.now()).toBeGreaterThan(BACKOFF_MS / 2);
+    // The failed wake is in the attempt history, as an attempt at the event it was for (§22.2).
+    const history = async () => {
+      const res = await api.request<{ attempts: DeliveryAttempt[] }>('GET', `${streamRoute(path, 'deliveryAttempts')}${queryString({ subscriptionKey: 'ledger' })}`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.attempts;
+    };
+    const [failedWake, ...none] = await history();
+    expect(none).toEqual([]);
+    expect(failedWake).toMatchObject({ attempt: 1, fromOffset: order!.offset, toOffset: order!.offset, outcome: 'unavailable', error: waiting.lastError });
 
     const started = Date.now();
     await spawnProcessorHost(server.url, { dbPath });
@@ -72,5 +83,12 @@ describe('a processor host registering', () => {
       return r?.acknowledgedOffset === order!.offset ? r : undefined;
     }, 'the subscription to acknowledge the order');
     expect(row).toMatchObject({ attempt: 0, lastError: null });
+    // Then the batch the woken processor took: newest first, above the failed wake.
+    const after = await history();
+    expect(after.map((a) => [a.outcome, a.fromOffset, a.toOffset])).toEqual([
+      ['ok', order!.offset, order!.offset],
+      ['unavailable', order!.offset, order!.offset],
+    ]);
+    expect(after[0]!.attempt).toBe(2);
   });
 });

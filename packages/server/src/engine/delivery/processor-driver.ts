@@ -35,6 +35,7 @@ import { judgeWakeAnswer } from '../../core/processor-wake.js';
 import { succeeded, type SubscriptionRow } from '../../core/repair.js';
 import { committedJson } from '../event-json.js';
 import { errorText } from '../receivers/receiver.js';
+import { recordAttempt } from './attempt-record.js';
 import { collectBatch, passOver } from './collect.js';
 import { callBatch, type Hosted } from './processor-batch.js';
 import { within, type WakeOutcome } from './processor-port.js';
@@ -215,7 +216,7 @@ export class ProcessorDriver {
       if (!row) return;
       const first = await this.owed(key, entry, flight, await collectBatch(loop.actor, entry, row.cursor, ONE));
       if (!first) return;
-      hosted = await this.wake(key, entry, flight);
+      hosted = await this.wake(key, entry, flight, first.offset);
       if (!hosted) return;
     }
     const row = loop.current(key, flight);
@@ -225,12 +226,23 @@ export class ProcessorDriver {
     await this.send(key, entry, flight, hosted, event);
   }
 
-  private async wake(key: string, entry: OutboundEntry, flight: Flight): Promise<Hosted | undefined> {
+  private async wake(key: string, entry: OutboundEntry, flight: Flight, owed: number): Promise<Hosted | undefined> {
     const { loop } = this;
     const receiver = entry.configuration.receiver;
     let row = loop.current(key, flight)!;
+    const wakeStarted = loop.clock.now();
     const fail = (kind: FailureKind, error: string) => {
       loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: kind });
+      // A wake that fails is an attempt at the event it was for (protocol §22.2).
+      recordAttempt(loop, key, row, {
+        startedMs: wakeStarted,
+        attempt: row.attempt + 1,
+        fromOffset: owed,
+        toOffset: owed,
+        outcome: kind === 'unavailable' ? 'unavailable' : 'failed',
+        error,
+        durationMs: loop.clock.now() - wakeStarted,
+      });
       return loop.failures.failed(key, entry, flight, { kind, batchSize: 1, firstOffset: row.cursor + 1 }, error);
     };
     if (!loop.processorWaker || receiver.action !== 'processor-wake') {
@@ -318,8 +330,10 @@ export class ProcessorDriver {
     row = now;
     const finished = loop.clock.now();
     hosted.lastActiveAt = finished;
+    const attempt = { startedMs: started, attempt: row.attempt + 1, fromOffset: event.offset, toOffset: event.offset, durationMs: finished - started };
     if (outcome.kind === 'judged' && outcome.judged.kind === 'progress') {
       loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: 'ok' });
+      recordAttempt(loop, key, row, { ...attempt, outcome: 'ok' });
       hosted.checkpoint = outcome.judged.checkpoint;
       const completion = Math.max(0, finished - Date.parse(event.createdAt));
       loop.actor.subscriptions.measure(key, completion, finished - started);
@@ -334,6 +348,7 @@ export class ProcessorDriver {
           ? outcome.failure
           : { kind: 'failing', error: 'unexpected report' };
     loop.metrics?.deliveries.inc({ action: 'processor-wake', outcome: failure.kind });
+    recordAttempt(loop, key, row, { ...attempt, outcome: failure.kind === 'unavailable' ? 'unavailable' : 'failed', error: failure.error });
     // A connection that timed out or broke is dropped: the next attempt wakes again and learns the
     // checkpoint afresh (the host may have committed the event before it went quiet).
     if (failure.kind === 'unavailable') this.drop(key, hosted);
