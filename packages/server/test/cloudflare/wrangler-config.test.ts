@@ -35,7 +35,8 @@ describe('wrangler.jsonc', () => {
     const bindings = Object.fromEntries(config.durable_objects.bindings.map((b) => [b.name, b.class_name]));
     expect(bindings).toEqual({ STREAMS: 'StreamObject', STREAM_INDEX: 'IndexObject', RPC_HUB: 'HubObject' });
     const bundle = await bundleWorker(serverFile('src/hosts/worker/entry.ts'));
-    const exported = /export\s*\{([^}]*)\}\s*;?\s*$/.exec(bundle)?.[1] ?? '';
+    // The export list ends the module, but for the licence comments esbuild keeps after it.
+    const exported = /export\s*\{([^}]*)\}\s*;?\s*(?:\/\*[\s\S]*?\*\/\s*)*$/.exec(bundle)?.[1] ?? '';
     for (const name of Object.values(bindings)) expect(exported).toMatch(new RegExp(`\\b${name}\\b`));
   });
 
