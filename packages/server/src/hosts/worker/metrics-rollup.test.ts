@@ -14,14 +14,11 @@ import {
   CONNECTIONS_FRESH_MS,
   IndexMetrics,
   LAGS_SHOWN,
-  MetricsReporter,
   applyRollup,
-  countedFact,
-  scanFacts,
   type CountedFact,
   type MetricsReport,
-  type ReporterPorts,
 } from './metrics-rollup.js';
+import { MetricsReporter, countedFact, scanFacts, type ReporterPorts } from './metrics-reporter.js';
 
 const webhook = labelKey({ action: 'webhook-post' });
 const halts = (index: IndexMetrics) => index.totals(0).counters.find((c) => c.name === 'rivulet_subscription_halts_total' && c.labels === webhook)?.value ?? 0;

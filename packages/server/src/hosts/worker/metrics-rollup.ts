@@ -5,7 +5,7 @@
  * keeps the project's totals in its SQLite, and a scrape reads every project's index.
  *
  * Three parts, one per place they run:
- * - `MetricsReporter`, in a stream object: at most one report per interval while its figures move
+ * - `MetricsReporter` (metrics-reporter.ts), in a stream object: at most one report per interval while its figures move
  *   (the commits, calls and alarms of the object poke it; a quiet interval ends the reports), each
  *   carrying what changed since the last one — counter and histogram deltas of the object's own
  *   registry, the halts and skips committed to its log, its subscriptions' lags — and, every
@@ -23,10 +23,8 @@
  * its log, so a halt committed just before a crash is still counted. Delivery counts and latencies
  * live in the object's memory until reported: a crash loses at most the last interval's.
  */
-import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, type CommittedEvent } from '@rivulet/contract';
 import { RECEIVER_ACTIONS, labelKey, type ServerMetrics } from '../../engine/metrics.js';
 import type { SqlStorage } from '../../ports/storage.js';
-import type { CancelTimer, Timer } from '../../ports/timer.js';
 
 /** The index object that lists the projects with figures ("*" is no project id, so it is no project's index). */
 export const metricsRegistryName = JSON.stringify(['*']);
@@ -41,7 +39,6 @@ const LATENCY = 'rivulet_delivery_latency_seconds';
 /** Lags kept per stream and answered per project: the family shows the largest 100 (protocol §15.2). */
 export const LAGS_SHOWN = 100;
 
-const SKIP_AUDIT = `${INTERNAL_IDEMPOTENCY_PREFIX}skip:`;
 
 /** A halt or skip committed to a stream's log. */
 export interface CountedFact {
@@ -85,208 +82,9 @@ export interface ProjectMetrics {
   connections: number;
 }
 
-/** The counted fact an event is, if it is one (a copy of one is data of its stream, not a fact of it). */
-export function countedFact(event: CommittedEvent, actionOf: (subscriptionKey: string) => string | undefined): CountedFact | undefined {
-  if (event.source !== undefined) return undefined;
-  let kind: CountedFact['kind'];
-  if (event.type === EventType.subscriptionDeliveryHalted) kind = 'halt';
-  else if (event.type === EventType.errorOccurred && event.idempotencyKey?.startsWith(SKIP_AUDIT)) kind = 'skip';
-  else return undefined;
-  const key = (event.payload as { subscriptionKey?: unknown } | undefined)?.subscriptionKey;
-  const action = typeof key === 'string' ? actionOf(key) : undefined;
-  return action === undefined ? undefined : { offset: event.offset, kind, action };
-}
+export type HistogramSeries = { counts: number[]; sum: number; count: number };
 
-/** The event types countedFact looks at (for a scan of the log). */
-export const COUNTED_TYPES: readonly string[] = [EventType.subscriptionDeliveryHalted, EventType.errorOccurred];
-
-/** Events read from the log per page by scanFacts. */
-export const SCAN_PAGE = 1_000;
-
-/**
- * The halts and skips of a log after `afterOffset`: `read` answers up to `limit` events of
- * COUNTED_TYPES after an offset, in offset order, as stored JSON; pages follow until one is short.
- */
-export function scanFacts(
-  read: (afterOffset: number, limit: number) => ReadonlyArray<{ offset: number; json: string }>,
-  afterOffset: number,
-  actionOf: (subscriptionKey: string) => string | undefined,
-  page = SCAN_PAGE,
-): CountedFact[] {
-  const facts: CountedFact[] = [];
-  for (let after = afterOffset; ; ) {
-    const events = read(after, page);
-    for (const raw of events) {
-      const fact = countedFact(JSON.parse(raw.json) as CommittedEvent, actionOf);
-      if (fact) facts.push(fact);
-    }
-    if (events.length < page) return facts;
-    after = events[events.length - 1]!.offset;
-  }
-}
-
-/** What the reporter reads of its stream object. */
-export interface ReporterPorts {
-  timer: Timer;
-  intervalMs?: number;
-  /** The object's own registry (its engine counts deliveries there). */
-  metrics: ServerMetrics;
-  /** The stream's lifetime, head, lags and open connections now, or null when it has none. */
-  subject(): { streamId: string; path: string; head: number; lags: Array<{ key: string; lag: number }>; connections: number } | null;
-  /** The halts and skips of the current lifetime's log after `afterOffset`, through its head. */
-  scan(afterOffset: number): CountedFact[];
-  /** The offset through which the index counted the facts of `streamId`. */
-  mark(streamId: string): Promise<number>;
-  send(report: MetricsReport): Promise<void>;
-  log(message: string, error: unknown): void;
-}
-
-type HistogramSeries = { counts: number[]; sum: number; count: number };
-
-export class MetricsReporter {
-  private readonly reporter = crypto.randomUUID();
-  private seq = 0;
-  private armed: CancelTimer | null = null;
-  private chain: Promise<void> = Promise.resolve();
-  /** A report made and not yet acknowledged: sent again as it is. */
-  private pending: MetricsReport | null = null;
-  /** Facts committed since the last report, by lifetime. */
-  private facts: Array<CountedFact & { streamId: string }> = [];
-  /** The index's mark of the lifetime reported to, once known. */
-  private known: { streamId: string; through: number } | null = null;
-  private readonly sentDeliveries = new Map<string, number>();
-  private readonly sentLatency = new Map<string, HistogramSeries>();
-  /** The lags last sent (none at first: a stream without subscriptions sends none). */
-  private sentLags = '[]';
-  private sentConnections = 0;
-
-  constructor(private readonly ports: ReporterPorts) {}
-
-  /** A commit of `streamId`: its halts and skips are owed to the index. */
-  committed(streamId: string, events: readonly CommittedEvent[], actionOf: (subscriptionKey: string) => string | undefined): void {
-    for (const event of events) {
-      const fact = countedFact(event, actionOf);
-      if (fact) this.facts.push({ ...fact, streamId });
-    }
-    this.poke();
-  }
-
-  /** Something may have moved: report within an interval. */
-  poke(): void {
-    if (this.armed) return;
-    this.armed = this.ports.timer.set(this.ports.intervalMs ?? METRICS_REPORT_INTERVAL_MS, () => {
-      this.armed = null;
-      void this.flush();
-    });
-  }
-
-  /**
-   * The lifetime `streamId` was destroyed: a report of it not yet taken is dropped (its lags must
-   * not come back after the index forgot them). Settles once no report of it is under way.
-   */
-  forget(streamId: string): Promise<void> {
-    this.facts = this.facts.filter((f) => f.streamId !== streamId);
-    this.chain = this.chain.then(() => {
-      if (this.pending?.streamId === streamId) this.pending = null;
-    });
-    return this.chain;
-  }
-
-  /** Reports now what is owed (one report at a time); settles when it was sent or failed. */
-  flush(): Promise<void> {
-    this.chain = this.chain.then(() => this.flushNow());
-    return this.chain;
-  }
-
-  private async flushNow(): Promise<void> {
-    try {
-      if (this.pending === null) this.pending = await this.next();
-      if (this.pending === null) return;
-      await this.ports.send(this.pending);
-      this.pending = null;
-      // More may follow while deliveries go on; a quiet interval makes no report and ends the chain.
-      this.poke();
-    } catch (error) {
-      this.ports.log('could not report metrics to the project index (sent again within an interval)', error);
-      this.poke();
-    }
-  }
-
-  /** The next report, or null when nothing changed. */
-  private async next(): Promise<MetricsReport | null> {
-    let subject = this.ports.subject();
-    if (subject === null) return null;
-    // Only a stream with subscriptions has halts and skips to count: the others never ask.
-    const counts = subject.lags.length > 0 || this.facts.some((f) => f.streamId === subject!.streamId);
-    if (counts && this.known?.streamId !== subject.streamId) {
-      const through = await this.ports.mark(subject.streamId);
-      subject = this.ports.subject();
-      if (subject === null) return null;
-      // What this instance did not see commit (committed before it started) is read from the log.
-      const seen = new Set(this.facts.filter((f) => f.streamId === subject!.streamId).map((f) => f.offset));
-      for (const fact of this.ports.scan(through)) if (!seen.has(fact.offset)) this.facts.push({ ...fact, streamId: subject.streamId });
-      this.known = { streamId: subject.streamId, through };
-    }
-    const { streamId } = subject;
-    const known = this.known?.streamId === streamId ? this.known : null;
-    const facts = known
-      ? this.facts.filter((f) => f.streamId === streamId && f.offset > known.through).map(({ offset, kind, action }) => ({ offset, kind, action }))
-      : [];
-    const deliveries = this.counterDeltas();
-    const latency = this.histogramDeltas();
-    const lagsText = JSON.stringify(subject.lags);
-    const lagsChanged = lagsText !== this.sentLags;
-    // Open connections are told every interval: a count the index stops hearing about is dropped
-    // (the object went away, and its connections with it).
-    const connectionsDue = subject.connections !== this.sentConnections || subject.connections > 0;
-    if (facts.length === 0 && deliveries.length === 0 && latency.length === 0 && !lagsChanged && !connectionsDue) return null;
-    // The deltas are now the report's: the baselines move, and the report is sent until acknowledged.
-    for (const d of deliveries) this.sentDeliveries.set(d.labels, (this.sentDeliveries.get(d.labels) ?? 0) + d.by);
-    for (const h of latency) {
-      const sent = this.sentLatency.get(h.labels);
-      this.sentLatency.set(h.labels, sent ? add(sent, h) : { counts: [...h.counts], sum: h.sum, count: h.count });
-    }
-    this.sentLags = lagsText;
-    this.sentConnections = subject.connections;
-    this.facts = [];
-    if (known) known.through = Math.max(known.through, subject.head);
-    return {
-      streamId,
-      path: subject.path,
-      reporter: this.reporter,
-      seq: ++this.seq,
-      // Without the index's mark nothing was counted here: the mark stays where it is.
-      through: known ? known.through : 0,
-      facts,
-      deliveries,
-      latency,
-      ...(lagsChanged ? { lags: subject.lags } : {}),
-      ...(connectionsDue ? { connections: subject.connections } : {}),
-    };
-  }
-
-  private counterDeltas(): Array<{ labels: string; by: number }> {
-    const out: Array<{ labels: string; by: number }> = [];
-    for (const [labels, value] of this.ports.metrics.deliveries.values) {
-      const by = value - (this.sentDeliveries.get(labels) ?? 0);
-      if (by !== 0) out.push({ labels, by });
-    }
-    return out;
-  }
-
-  private histogramDeltas(): HistogramDelta[] {
-    const out: HistogramDelta[] = [];
-    for (const [labels, s] of this.ports.metrics.deliveryLatency.series) {
-      const sent = this.sentLatency.get(labels);
-      const count = s.count - (sent?.count ?? 0);
-      if (count === 0) continue;
-      out.push({ labels, counts: s.counts.map((c, i) => c - (sent?.counts[i] ?? 0)), sum: s.sum - (sent?.sum ?? 0), count });
-    }
-    return out;
-  }
-}
-
-function add(a: HistogramSeries, b: HistogramSeries): HistogramSeries {
+export function add(a: HistogramSeries, b: HistogramSeries): HistogramSeries {
   return { counts: a.counts.map((c, i) => c + (b.counts[i] ?? 0)), sum: a.sum + b.sum, count: a.count + b.count };
 }
 

@@ -50,7 +50,7 @@ import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, 
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { fetchOutbound } from './outbound.js';
-import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-rollup.js';
+import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-reporter.js';
 import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
