@@ -22,6 +22,12 @@ export default tseslint.config(
     },
   },
   {
+    // One concept per file, no source file over 400 lines (docs/architecture.md, Conventions).
+    files: ['packages/*/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'max-lines': ['error', { max: 400 }] },
+  },
+  {
     files: ['packages/server/src/core/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: forbid(

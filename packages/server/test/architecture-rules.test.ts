@@ -63,3 +63,15 @@ describe('time and randomness are ports', () => {
     }
   });
 });
+
+describe('no source file over 400 lines', () => {
+  const lines = (n: number) => Array.from({ length: n }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
+
+  it('accepts 400 lines and refuses 401, in every package, but not in tests', async () => {
+    for (const path of ['packages/server/src/engine/probe.ts', 'packages/cli/src/probe.ts', 'packages/ui/src/probe.ts']) {
+      expect(await lint(path, lines(400)), path).toEqual([]);
+      expect(await lint(path, lines(401)), path).toContainEqual({ ruleId: 'max-lines', message: expect.stringMatching(/Maximum allowed is 400/) });
+    }
+    expect(await lint('packages/server/src/engine/probe.test.ts', lines(401))).toEqual([]);
+  });
+});
