@@ -20,3 +20,4 @@ export interface WatchdogOutcome {
 }
 export function readProgress(file: string): Progress;
 export function runVitest(args: string[], env: Record<string, string>, options?: WatchdogOptions): Promise<WatchdogOutcome>;
+export function runningInGroup(psOutput: string, pgid: number): string[];

@@ -77,13 +77,21 @@ export function runVitest(args, env, options = {}) {
   });
 }
 
-/** The processes still in the process group `pgid` ("pid command"), from ps. */
+/** The processes still running in the process group `pgid` ("pid command"), from ps. */
 function leftInGroup(pgid) {
-  const ps = spawnSync('ps', ['-eo', 'pgid=,pid=,args='], { encoding: 'utf8' });
-  if (ps.status !== 0) return [];
-  return ps.stdout
+  const ps = spawnSync('ps', ['-eo', 'pgid=,pid=,stat=,args='], { encoding: 'utf8' });
+  return ps.status === 0 ? runningInGroup(ps.stdout, pgid) : [];
+}
+
+/**
+ * From `ps -eo pgid=,pid=,stat=,args=` output, the processes of group `pgid` that still run. A
+ * zombie has ended already (only its parent has not collected it; in a container whose first
+ * process does not reap, an orphan's stays), so it is not one.
+ */
+export function runningInGroup(psOutput, pgid) {
+  return psOutput
     .split('\n')
     .map((line) => line.trim().split(/\s+/))
-    .filter((f) => Number(f[0]) === pgid)
-    .map((f) => `${f[1]} ${f.slice(2).join(' ')}`);
+    .filter((f) => Number(f[0]) === pgid && f[2] !== undefined && !f[2].startsWith('Z'))
+    .map((f) => `${f[1]} ${f.slice(3).join(' ')}`);
 }

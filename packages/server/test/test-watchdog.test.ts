@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readProgress, runVitest } from '../../../scripts/vitest-watchdog.mjs';
+import { readProgress, runVitest, runningInGroup } from '../../../scripts/vitest-watchdog.mjs';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const dirs: string[] = [];
@@ -59,6 +59,14 @@ describe('the test-run watchdog', () => {
     const pid = Number(outcome.leftovers[0]!.split(' ')[0]);
     // Killed: signalling it fails (it may linger as a zombie of init for a moment, so allow that).
     await expect.poll(() => alive(pid), { timeout: 5000 }).toBe(false);
+  });
+});
+
+describe('which processes count as left behind', () => {
+  it('those of the group that still run, not a zombie nor another group', () => {
+    const ps = [' 4390  4399 Z    [esbuild] <defunct>', ' 4390  4401 S    sleep 117', ' 4390  4402 Sl   node server.js --port 0', '  100  4403 S    sleep 5', ''].join('\n');
+    expect(runningInGroup(ps, 4390)).toEqual(['4401 sleep 117', '4402 node server.js --port 0']);
+    expect(runningInGroup(ps, 1)).toEqual([]);
   });
 });
 
