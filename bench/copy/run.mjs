@@ -315,7 +315,12 @@ async function main() {
     summary.ab = ab;
   }
   console.log('');
-  for (const t of targets) console.log(`${t.pass ? 'PASS' : 'MISS'}  ${t.target}: ${t.value}`);
+  // A target whose scenario --only left out is not judged.
+  const ran = { '(a)': summary.one !== undefined, 'a non-matching': summary.nonMatching !== undefined };
+  for (const t of targets) {
+    const skipped = Object.entries(ran).some(([prefix, yes]) => t.target.startsWith(prefix) && !yes);
+    console.log(skipped ? `SKIP  ${t.target}: not run (--only)` : `${t.pass ? 'PASS' : 'MISS'}  ${t.target}: ${t.value}`);
+  }
   const wallSeconds = (performance.now() - wall0) / 1000;
   console.log(`\n${Math.round(wallSeconds)} s; load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   if (!flags['no-write']) {
