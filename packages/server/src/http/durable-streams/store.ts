@@ -171,22 +171,27 @@ export class DsStreams {
       if ('answer' in decision) return decision.answer;
       const first = decision.inputs[0]!;
       const inputs = [{ ...first, offset: state === null ? 2 : state.head + 1 }, ...decision.inputs.slice(1)];
-      let committed: CommittedEvent[];
-      try {
-        committed = await this.service.append(projectId, path, inputs);
-      } catch (error) {
-        if (isConflict(error)) {
-          // Something else was appended since the fold: give it a turn to commit, then fold again.
-          await pause(attempt);
-          continue;
-        }
-        throw error;
-      }
+      const committed = await this.appendUnlessMoved(projectId, path, inputs, attempt);
+      if (!committed) continue;
       const folded = await this.afterCommit(projectId, path, state, committed);
       this.touch(projectId, path);
       return decision.done(folded, committed);
     }
     throw new RivuletError('UNAVAILABLE', 'the stream kept changing while this write was decided: try again');
+  }
+
+  /**
+   * Appends `inputs`, whose first names the offset it expects; undefined when something else was
+   * appended since the fold (CONFLICT), after giving it a turn to commit: the caller folds again.
+   */
+  private async appendUnlessMoved(projectId: string | null, path: string, inputs: EventInput[], attempt: number): Promise<CommittedEvent[] | undefined> {
+    try {
+      return await this.service.append(projectId, path, inputs);
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      await pause(attempt);
+      return undefined;
+    }
   }
 
   /**
@@ -216,15 +221,14 @@ export class DsStreams {
       let committed: CommittedEvent[] = [];
       if (inputs.length > 0) {
         inputs[0] = { ...inputs[0]!, offset: state.head + 1 };
+        let appended: CommittedEvent[] | undefined;
         try {
-          committed = await this.service.append(projectId, path, inputs);
-        } catch (error) {
-          if (isConflict(error)) {
-            await pause(attempt);
-            continue;
-          }
+          appended = await this.appendUnlessMoved(projectId, path, inputs, attempt);
+        } catch {
           return false;
         }
+        if (!appended) continue;
+        committed = appended;
         // Committed: from here on nothing may fall back to writing them one by one.
         this.touch(projectId, path);
       }
