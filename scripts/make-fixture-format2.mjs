@@ -7,35 +7,24 @@
  *
  *   node scripts/make-fixture-format2.mjs
  *
- * How: the tree of FORMAT2_COMMIT (the last commit whose server wrote format 2) is extracted with
- * `git archive` into a temporary folder, its contract and server packages are built with this
- * checkout's TypeScript and dependencies, and that build's startNodeServer runs on a fresh data
- * folder while this script writes to it over HTTP. The server is then closed (its WAL folds into
+ * How: the contract and server packages of FORMAT2_COMMIT (the last commit whose server wrote
+ * format 2) are built in a temporary folder by scripts/lib/build-old-tree.mjs, and that build's
+ * startNodeServer runs on a fresh data folder while this script writes to it over HTTP. The server is then closed (its WAL folds into
  * the file) and the file is copied here. Run it from the repository root, after `npm install`.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildOldTree, root } from './lib/build-old-tree.mjs';
 
 const FORMAT2_COMMIT = '5c014f7';
-const root = resolve(import.meta.dirname, '..');
 const out = join(root, 'packages/server/test/fixtures/format-2');
 const tree = mkdtempSync(join(tmpdir(), 'rivulet-format2-tree-'));
 const data = mkdtempSync(join(tmpdir(), 'rivulet-format2-data-'));
 
 try {
-  execFileSync('sh', ['-c', `git -C "${root}" archive ${FORMAT2_COMMIT} packages/contract packages/server tsconfig.base.json | tar -x -C "${tree}"`]);
-  // This checkout's dependencies, except the workspace's own packages: those are the old tree's.
-  const modules = join(tree, 'node_modules');
-  mkdirSync(join(modules, '@rivulet'), { recursive: true });
-  for (const name of readdirSync(join(root, 'node_modules'))) {
-    if (name === '@rivulet' || name === 'rivulet') continue;
-    symlinkSync(join(root, 'node_modules', name), join(modules, name));
-  }
-  for (const pkg of ['contract', 'server']) symlinkSync(join(tree, 'packages', pkg), join(modules, '@rivulet', pkg));
-  execFileSync(join(root, 'node_modules/.bin/tsc'), ['-b', 'packages/contract', 'packages/server'], { cwd: tree, stdio: 'inherit' });
+  buildOldTree(FORMAT2_COMMIT, ['contract', 'server'], tree);
 
   const { startNodeServer } = await import(pathToFileURL(join(tree, 'packages/server/dist/hosts/node.js')).href);
   const server = await startNodeServer({ port: 0, data, logger: { error: () => undefined } });

@@ -7,33 +7,24 @@
  *
  *   node scripts/make-fixture-format4.mjs
  *
- * As scripts/make-fixture-format2.mjs does: the tree of FORMAT4_COMMIT (the last commit whose
- * server wrote format 4) is extracted with `git archive`, its contract and server packages are
- * built with this checkout's TypeScript and dependencies, and that build's startNodeServer runs on
- * a fresh data folder while this script writes to it over HTTP. Run it from the repository root.
+ * As scripts/make-fixture-format2.mjs does: the contract and server packages of FORMAT4_COMMIT (the
+ * last commit whose server wrote format 4) are built by scripts/lib/build-old-tree.mjs, and that
+ * build's startNodeServer runs on a fresh data folder while this script writes to it over HTTP.
+ * Run it from the repository root.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildOldTree, root } from './lib/build-old-tree.mjs';
 
 const FORMAT4_COMMIT = 'fdc48de';
-const root = resolve(import.meta.dirname, '..');
 const out = join(root, 'packages/server/test/fixtures/format-4');
 const tree = mkdtempSync(join(tmpdir(), 'rivulet-format4-tree-'));
 const data = mkdtempSync(join(tmpdir(), 'rivulet-format4-data-'));
 
 try {
-  execFileSync('sh', ['-c', `git -C "${root}" archive ${FORMAT4_COMMIT} packages/contract packages/server tsconfig.base.json | tar -x -C "${tree}"`]);
-  const modules = join(tree, 'node_modules');
-  mkdirSync(join(modules, '@rivulet'), { recursive: true });
-  for (const name of readdirSync(join(root, 'node_modules'))) {
-    if (name === '@rivulet' || name === 'rivulet') continue;
-    symlinkSync(join(root, 'node_modules', name), join(modules, name));
-  }
-  for (const pkg of ['contract', 'server']) symlinkSync(join(tree, 'packages', pkg), join(modules, '@rivulet', pkg));
-  execFileSync(join(root, 'node_modules/.bin/tsc'), ['-b', 'packages/contract', 'packages/server'], { cwd: tree, stdio: 'inherit' });
+  buildOldTree(FORMAT4_COMMIT, ['contract', 'server'], tree);
 
   const { startNodeServer } = await import(pathToFileURL(join(tree, 'packages/server/dist/hosts/node/serve.js')).href);
   const server = await startNodeServer({ port: 0, data, logger: { error: () => undefined } });
