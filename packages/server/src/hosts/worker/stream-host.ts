@@ -39,7 +39,7 @@ import { composeEngine, engineLog, type Engine } from '../../engine/compose.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { webhookReceiver } from '../../engine/receivers/webhook.js';
-import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
+import { createServerMetrics } from '../../engine/metrics.js';
 import { openSchema } from '../../engine/schema.js';
 import type { LocalStreamService } from '../../engine/service.js';
 import type { ErrorLogger } from '../../http/errors.js';
@@ -50,7 +50,8 @@ import type { ConnectionOpenerApi, OpenedConnection, RemoteStub, StreamSummary, 
 import { ConnectionControl, holdOpener } from './connections.js';
 import { engineConfigOf, projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { fetchOutbound } from './outbound.js';
-import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-reporter.js';
+import type { MetricsReporter } from './metrics-reporter.js';
+import { actionOf, streamMetricsReporter } from './stream-metrics.js';
 import { hubItx } from './processors.js';
 import { unwrap } from './wire.js';
 
@@ -114,7 +115,16 @@ export class StreamHost {
     });
     const itx = hubItx(env);
     const metrics = createServerMetrics();
-    this.reporter = this.metricsReporter(metrics);
+    this.reporter = streamMetricsReporter(
+      {
+        env,
+        logger,
+        projectId: () => this.identity?.projectId ?? null,
+        actor: () => this.actorIfBound(),
+        connections: () => this.engine.service.connections.size,
+      },
+      metrics,
+    );
     this.engine = composeEngine({
       storage: this.storage,
       alarms: this.alarms,
@@ -143,33 +153,6 @@ export class StreamHost {
     });
     const row = this.storage.exec<{ project: string; path: string }>(`SELECT project, path FROM streams LIMIT 1`)[0];
     if (row) this.identity = { projectId: row.project === '' ? null : row.project, path: row.path };
-  }
-
-  private metricsReporter(metrics: ServerMetrics): MetricsReporter {
-    const index = () => this.deps.env.STREAM_INDEX.getByName(projectObjectName(this.identity?.projectId ?? null));
-    const log = engineLog(this.deps.logger);
-    return new MetricsReporter({
-      timer: systemTimer,
-      metrics,
-      subject: () => {
-        const actor = this.actorIfBound();
-        const state = actor?.exists ? actor.coreState : null;
-        if (!actor || !state) return null;
-        const runtime = actor.runtimeState();
-        const lags = Object.entries(runtime?.subscriptions ?? {}).map(([key, r]) => ({ key, lag: r.lag }));
-        return { streamId: state.streamId, path: actor.path, head: actor.durableHead, lags, connections: this.engine.service.connections.size };
-      },
-      scan: (afterOffset) => {
-        const actor = this.actorIfBound();
-        if (!actor) return [];
-        const read = (after: number, limit: number) =>
-          actor.readRaw({ afterOffset: after, limit, includeEphemeral: false, eventTypes: COUNTED_TYPES }).events;
-        return scanFacts(read, afterOffset, (key) => actionOf(actor, key));
-      },
-      mark: (streamId) => unwrap('the stream index', () => index().metricsMark(this.identity?.projectId ?? null, streamId)),
-      send: (report) => unwrap('the stream index', () => index().reportMetrics(this.identity?.projectId ?? null, report)),
-      log,
-    });
   }
 
   private actorIfBound(): StreamActor | undefined {
@@ -387,10 +370,4 @@ export class StreamHost {
       this.reporter.poke();
     }
   }
-}
-
-/** The action of subscription `key` of the stream's current state. */
-function actionOf(actor: StreamActor, key: string): string | undefined {
-  const state = actor.exists ? actor.coreState : null;
-  return state?.subscriptions.outbound.byKey[key]?.configuration.receiver.action;
 }
