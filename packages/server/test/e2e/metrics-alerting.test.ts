@@ -4,17 +4,21 @@
  * action, live connections and RPC sessions, group commits and fsyncs, the database's size, and
  * the Node host's process and runtime metrics. Each test makes its metric move.
  *
- * The build, request, halt, skip, delivery and lag families run on both hosts: on the Worker host
- * each stream object reports them to its project's index within a second (docs/cloudflare.md
- * §4.2), so a test waits for the figure, bounded; on the Worker host too, the figures survive a
- * restart of every object and a halt is counted once. The rest is what only the Node host shows.
+ * The build, request, halt, skip, delivery, lag, appended and RPC-session families run on both
+ * hosts: on the Worker host each stream object (and each project's hub) reports them to its
+ * project's index within a second (docs/cloudflare.md §4.2), so a test waits for the figure,
+ * bounded; on the Worker host too, the figures survive a restart of every object, a halt is counted
+ * once and appended events are counted once each, those committed just before a restart included.
+ * The rest is what only the Node host shows.
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, createClient } from '@rivulet/client';
+import type { CommittedEvent } from '@rivulet/contract';
 import { VERSION } from '../../src/version.js';
+import { rawSession } from '../fixtures/rpc-helpers.js';
 import { HookServer } from '../helpers/hook-server.js';
 import type { Api } from '../helpers/http.js';
 import { TEST_HOST, startTestServer, type TestServer } from '../helpers/server.js';
@@ -64,6 +68,18 @@ async function scrapeUntil(on: Api, ready: (text: string) => boolean, what: stri
     what,
     10_000,
   );
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** rivulet_appended_events_total and rivulet_appended_bytes_total of a scrape. */
+const appendedOf = (text: string) => [sampleOf(text, 'rivulet_appended_events_total'), sampleOf(text, 'rivulet_appended_bytes_total')];
+
+/** What those counters should say of these streams: every event of their logs, and the UTF-8 bytes of its JSON. */
+async function appendedIn(on: Api, paths: string[], destroyed: CommittedEvent[] = []): Promise<number[]> {
+  const events = [...destroyed];
+  for (const path of paths) events.push(...(await on.readAll(path)));
+  return [events.length, events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0)];
 }
 
 const webhook = (key: string, path: string, onFailingEvent: 'halt' | 'skip') =>
@@ -169,6 +185,49 @@ describe('on every host', () => {
     }
   });
 
+  it('rivulet_appended_events_total and _bytes_total count each committed event and its JSON bytes once; a destroyed stream stays counted', async () => {
+    // A server of its own: the other tests' deliveries append facts meanwhile.
+    const fresh = await startTestServer(QUICK);
+    try {
+      const on = fresh.api;
+      expect(appendedOf(await scrape(on))).toEqual([0, 0]);
+      await on.append('/appended/a', { type: 'x', payload: { text: 'é ✓ 🌊' } });
+      await on.append('/appended/a', [{ type: 'x' }, { type: 'y', payload: { n: 1 } }, { type: 'x' }]);
+      // An idempotent repeat commits nothing, so it counts nothing.
+      await on.append('/appended/a', { type: 'x', idempotencyKey: 'once' });
+      await on.append('/appended/a', { type: 'x', idempotencyKey: 'once' });
+      await on.append('/appended/b', [{ type: 'x' }, { type: 'z', payload: { text: 'ß'.repeat(100) } }]);
+      const gone = await on.readAll('/appended/b');
+      // Destroyed at once, before its object had an interval to report it.
+      await on.destroy('/appended/b');
+      const expected = await appendedIn(on, ['/appended/a'], gone);
+      // Every append commits the stream's creation fact too: 6 events in /appended/a, 3 in /appended/b.
+      expect(expected[0]).toBe(9);
+      const text = await scrapeUntil(on, (t) => appendedOf(t)[0] === expected[0], 'the appended events to be counted');
+      expect(appendedOf(text)).toEqual(expected);
+      // Reports go on while nothing moves: still counted once.
+      await sleep(2_500);
+      expect(appendedOf(await scrape(on))).toEqual(expected);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('rivulet_rpc_sessions follows the open sessions', async () => {
+    expect(sampleOf(await scrape(api), 'rivulet_rpc_sessions')).toBe(0);
+    const itx = await connect(server.url);
+    try {
+      await scrapeUntil(api, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 1, 'the session to be counted');
+      const second = await connect(server.url);
+      await scrapeUntil(api, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 2, 'the second session to be counted');
+      second.close();
+      await scrapeUntil(api, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 1, 'the second session to end');
+    } finally {
+      itx.close();
+    }
+    await scrapeUntil(api, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 0, 'the session to end');
+  });
+
   it('rivulet_live_connections follows an open wait', async () => {
     expect(sampleOf(await scrape(api), 'rivulet_live_connections')).toBe(0);
     const wait = createClient({ url: server.url }).waitForEvent('/alerting/wait', { eventTypes: ['done'], timeoutMs: 10_000 });
@@ -229,18 +288,54 @@ describe.skipIf(TEST_HOST !== 'worker')('on the Worker host, across restarts of 
   }, 60_000);
 });
 
-describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
-  it('rivulet_rpc_sessions follows the open sessions', async () => {
-    expect(sampleOf(await scrape(api), 'rivulet_rpc_sessions')).toBe(0);
-    const itx = await connect(server.url);
+describe.skipIf(TEST_HOST !== 'worker')('on the Worker host, appended events and RPC sessions across restarts', () => {
+  it('appended events are counted once each across restarts, those committed just before one included; a hub that went away stops counting its sessions', async () => {
+    const worker = await startWorkerHost(QUICK);
     try {
-      await eventually(async () => sampleOf(await scrape(api), 'rivulet_rpc_sessions') === 1, 'the session to be counted');
+      const on = worker.api;
+      const paths = ['/appended/restart', '/appended/restart-new'];
+      const counted = (what: string, expected: number[]) =>
+        scrapeUntil(on, (t) => appendedOf(t)[0] === expected[0], what).then((t) => expect(appendedOf(t)).toEqual(expected));
+      await on.append(paths[0]!, [{ type: 'x' }, { type: 'x', payload: { text: 'ü' } }]);
+      await counted('the first appends to be counted', await appendedIn(on, paths.slice(0, 1)));
+      // Appends followed at once by a restart: their objects had no interval to report them (one is
+      // a stream whose object never reported at all). The next instances find them in their logs.
+      await on.append(paths[0]!, [{ type: 'x' }, { type: 'y', payload: { text: 'ǅ'.repeat(40) } }, { type: 'x' }]);
+      await on.append(paths[1]!, { type: 'x' });
+      await worker.restart();
+      for (const path of paths) await on.state(path);
+      const all = await appendedIn(on, paths);
+      expect(all[0]).toBe(3 + 3 + 2);
+      await counted('the appends before the restart to be counted', all);
+      await sleep(2_500);
+      expect(appendedOf(await scrape(on))).toEqual(all);
+      // Restarted again, and touched: nothing is counted twice; a new append adds its own.
+      await worker.restart();
+      await on.append(paths[1]!, { type: 'x' });
+      await on.state(paths[0]!);
+      const more = await appendedIn(on, paths);
+      expect(more[0]).toBe(all[0]! + 1);
+      await counted('the append after the second restart to be counted', more);
+      await sleep(2_500);
+      expect(appendedOf(await scrape(on))).toEqual(more);
+      // An RPC session lives in its project's hub: a hub that goes away stops being counted. (A
+      // raw session: the SDK would open a new one on the new hub at once.)
+      const session = await rawSession(worker.url);
+      expect(session.ok).toBe(true);
+      try {
+        await scrapeUntil(on, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 1, 'the session to be counted');
+        await worker.restart();
+        await scrapeUntil(on, (t) => sampleOf(t, 'rivulet_rpc_sessions') === 0, "the lost hub's session to be dropped");
+      } finally {
+        if (session.ok) session.close();
+      }
     } finally {
-      itx.close();
+      await worker.close();
     }
-    await eventually(async () => sampleOf(await scrape(api), 'rivulet_rpc_sessions') === 0, 'the session to end');
-  });
+  }, 60_000);
+});
 
+describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
   it('group commits: size, commit and fsync durations move with durable appends', async () => {
     const before = await scrape(api);
     const size = 'rivulet_storage_group_commit_transactions';

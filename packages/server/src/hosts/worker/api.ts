@@ -39,7 +39,7 @@ import type { ReadRawResult } from '../../engine/actor.js';
 import type { SubscribeResult } from '../../engine/commands.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import type { CopyReceipt } from '../../ports/directory.js';
-import type { MetricsReport, ProjectMetrics } from './metrics-rollup.js';
+import type { Appended, MetricsMark, MetricsReport, ProjectMetrics } from './metrics-rollup.js';
 import type { Wire } from './wire.js';
 
 export interface TailRequest {
@@ -162,16 +162,21 @@ export interface SubscribedQuery {
 
 export interface IndexObjectApi {
   put(projectId: P, entry: IndexEntry): Promise<Wire<void>>;
-  /** Removes the path only while it still names `streamId` (a later lifetime stays listed). */
-  remove(projectId: P, path: string, streamId: string): Promise<Wire<void>>;
+  /**
+   * Removes the path only while it still names `streamId` (a later lifetime stays listed), and
+   * forgets the lifetime's metrics after adding its final appended figures (metrics-rollup.ts).
+   */
+  remove(projectId: P, path: string, streamId: string, appended?: Appended): Promise<Wire<void>>;
   list(projectId: P, options: ListOptions): Promise<Wire<{ entries: IndexEntry[]; more: boolean }>>;
   /** Replaces the index's subscriptions of `path` (protocol §21). */
   putSubscriptions(projectId: P, path: string, streamId: string, entries: Array<{ key: string; halted: boolean }>): Promise<Wire<void>>;
   subscribed(projectId: P, query: SubscribedQuery): Promise<Wire<SubscribedCandidate[]>>;
   /** A stream object's /metrics figures (metrics-rollup.ts), applied once. */
   reportMetrics(projectId: P, report: MetricsReport): Promise<Wire<void>>;
-  /** The offset through which the halts and skips of the lifetime `streamId` were counted. */
-  metricsMark(projectId: P, streamId: string): Promise<Wire<number>>;
+  /** What was counted of the lifetime `streamId`: its halts and skips through an offset, its appended figures. */
+  metricsMark(projectId: P, streamId: string): Promise<Wire<MetricsMark>>;
+  /** The hub instance `reporter`'s open RPC sessions (metrics-rollup.ts; 0: it has none). */
+  reportSessions(projectId: P, reporter: string, count: number): Promise<Wire<void>>;
   /** The project's /metrics figures. */
   metricsTotals(projectId: P): Promise<Wire<ProjectMetrics>>;
   /** In the deployment's registry object (metricsRegistryName): a project whose index holds figures. */

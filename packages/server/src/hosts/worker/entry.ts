@@ -29,7 +29,6 @@ import type { Hono } from 'hono';
 import { DurableObjectStorage } from '../../adapters/durable-object/do-storage.js';
 import type { CopyBatch } from '../../core/copy-builder.js';
 import { useRegexEngine } from '../../core/jsonata.js';
-import { createServerMetrics, type ServerMetrics } from '../../engine/metrics.js';
 import type { ListOptions, ReadOptions } from '../../engine/service.js';
 import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
@@ -45,7 +44,7 @@ import { PRINCIPAL_HEADER, RpcHub } from './hub.js';
 import { StreamIndex } from './stream-index.js';
 import { durableStreamService } from './service.js';
 import { StreamHost } from './stream-host.js';
-import { applyRollup, metricsRegistryName, type MetricsReport } from './metrics-rollup.js';
+import { applyRollup, createWorkerMetrics, metricsRegistryName, type Appended, type MetricsReport, type WorkerMetrics } from './metrics-rollup.js';
 import { answer, unwrap } from './wire.js';
 
 const RPC_PATH = '/v1/rpc';
@@ -60,7 +59,7 @@ let app: Hono | undefined;
 function appFor(env: WorkerEnv): Hono {
   if (!app) {
     configureLogs(env);
-    const metrics = createServerMetrics(undefined, { version: VERSION });
+    const metrics = createWorkerMetrics(VERSION);
     metrics.registry.beforeScrape(() => rollUp(env, metrics));
     const cors = corsOf(env);
     const longPollTimeoutMs = longPollTimeoutOf(env);
@@ -82,11 +81,11 @@ function appFor(env: WorkerEnv): Hono {
 }
 
 /**
- * The delivery, halt, skip and lag families of /metrics: every project's totals, from its index
+ * The delivery, halt, skip, appended, lag and RPC-session families of /metrics: every project's totals, from its index
  * object (metrics-rollup.ts; docs/cloudflare.md §4.2). A project that cannot be read fails the
  * scrape (UNAVAILABLE) rather than answering totals that went down.
  */
-async function rollUp(env: WorkerEnv, metrics: ServerMetrics): Promise<void> {
+async function rollUp(env: WorkerEnv, metrics: WorkerMetrics): Promise<void> {
   const projects = await unwrap('the metrics registry', () => env.STREAM_INDEX.getByName(metricsRegistryName).metricsProjects());
   const totals = await Promise.all(
     projects.map(async (project) => ({
@@ -232,11 +231,20 @@ export class IndexObject extends DurableObject<WorkerEnv> {
   reportMetrics(projectId: P, report: MetricsReport) {
     return answer(logger, async () => {
       this.#index.reportMetrics(report);
-      if (this.#registered) return;
-      // Told on every instance's first report: a scrape reads the indexes the registry lists.
-      await unwrap('the metrics registry', () => this.env.STREAM_INDEX.getByName(metricsRegistryName).registerMetricsProject(projectId));
-      this.#registered = true;
+      await this.#register(projectId);
     });
+  }
+  reportSessions(projectId: P, reporter: string, count: number) {
+    return answer(logger, async () => {
+      this.#index.metrics.reportSessions(reporter, count);
+      await this.#register(projectId);
+    });
+  }
+  /** Told on every instance's first report: a scrape reads the indexes the registry lists. */
+  async #register(projectId: P): Promise<void> {
+    if (this.#registered) return;
+    await unwrap('the metrics registry', () => this.env.STREAM_INDEX.getByName(metricsRegistryName).registerMetricsProject(projectId));
+    this.#registered = true;
   }
   metricsMark(_projectId: P, streamId: string) {
     return answer(logger, () => this.#index.metrics.mark(streamId));
@@ -254,8 +262,8 @@ export class IndexObject extends DurableObject<WorkerEnv> {
   put(_projectId: P, entry: IndexEntry) {
     return answer(logger, () => this.#index.put(entry));
   }
-  remove(_projectId: P, path: string, streamId: string) {
-    return answer(logger, () => this.#index.remove(path, streamId));
+  remove(_projectId: P, path: string, streamId: string, appended?: Appended) {
+    return answer(logger, () => this.#index.remove(path, streamId, appended));
   }
   list(_projectId: P, options: ListOptions) {
     return answer(logger, () => this.#index.list(options));

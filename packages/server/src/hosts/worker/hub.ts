@@ -14,6 +14,9 @@
  * registration are told, so that rows backing off for want of a host are tried at once (protocol
  * §20.6). That memory is the hub's own: after the hub restarts, those rows wait out their backoff.
  *
+ * The hub tells its project's index its count of open sessions for rivulet_rpc_sessions, every
+ * second while any is open (sessions-reporter.ts, docs/cloudflare.md §4.2).
+ *
  * Limits (docs/cloudflare.md §4.6): one hub per project serialises every RPC message and itx-call of that
  * project; accepted WebSockets keep the hub in memory (no hibernation: capnweb sessions are
  * in-memory state).
@@ -28,9 +31,12 @@ import { ItxRoot, type ItxDeps } from '../../rpc/root.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { startRpcSession, type RpcSocket } from '../../rpc/session.js';
 import type { HubWakeOutcome, RemoteFunction } from './api.js';
-import { streamObjectName, type WorkerEnv } from './env.js';
+import { engineLog } from '../../engine/compose.js';
+import { systemTimer } from '../../ports/timer.js';
+import { projectObjectName, streamObjectName, type WorkerEnv } from './env.js';
 import { HostedCallableTarget, plainValue } from './processors.js';
 import { durableStreamService } from './service.js';
+import { SessionsReporter } from './sessions-reporter.js';
 import { unwrap } from './wire.js';
 
 /** Streams remembered for a processor host's registration (the oldest are forgotten beyond it). */
@@ -51,6 +57,10 @@ export class RpcHub {
   private readonly deps: ItxDeps;
   private readonly itx: ItxPort;
   private sessions = 0;
+  /** The project of this hub (learnt from its first session: every session of a hub is of its project). */
+  private project: string | null = null;
+  /** Tells the project's index the open sessions, for rivulet_rpc_sessions (sessions-reporter.ts). */
+  private readonly sessionsReporter: SessionsReporter;
   /** Paths of streams that woke a processor through this hub since the last registration. */
   private readonly waking = new Set<string>();
 
@@ -67,6 +77,13 @@ export class RpcHub {
     };
     this.itx = rootItx((projectId) => new ItxRoot({ projectId, sessionId: null, deps: this.deps }));
     processors.onRegistered((projectId) => this.processorHostRegistered(projectId));
+    this.sessionsReporter = new SessionsReporter({
+      timer: systemTimer,
+      sessions: () => this.sessions,
+      send: (reporter, count) =>
+        unwrap('the stream index', () => this.env.STREAM_INDEX.getByName(projectObjectName(this.project)).reportSessions(this.project, reporter, count)),
+      log: engineLog(logger),
+    });
   }
 
   /** Accepts an RPC session over a WebSocket upgrade the Worker entry has authenticated. */
@@ -78,8 +95,15 @@ export class RpcHub {
     const client = pair[0];
     const server = pair[1];
     server.accept();
+    this.project = principal.projectId;
     this.sessions++;
-    startRpcSession(server, principal, this.deps, this.logger, { onClose: () => this.sessions-- });
+    this.sessionsReporter.poke();
+    startRpcSession(server, principal, this.deps, this.logger, {
+      onClose: () => {
+        this.sessions--;
+        this.sessionsReporter.poke();
+      },
+    });
     return new Response(null, { status: 101, webSocket: client } as ResponseInit);
   }
 

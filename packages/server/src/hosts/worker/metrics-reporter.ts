@@ -1,12 +1,23 @@
 /**
  * The stream object's side of the Worker host's /metrics roll-up (metrics-rollup.ts has the whole
  * design; docs/cloudflare.md §4.2): which committed events are counted facts, reading them from the
- * log after an offset, and the reporter that sends a stream's figures to its project's index.
+ * log after an offset, and the reporter that sends a stream's figures to its project's index —
+ * its appended events and bytes among them, so that an object that only takes appends calls its
+ * index once an interval while its head moves.
  */
 import { EventType, INTERNAL_IDEMPOTENCY_PREFIX, type CommittedEvent } from '@rivulet/contract';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { CancelTimer, Timer } from '../../ports/timer.js';
-import { METRICS_REPORT_INTERVAL_MS, add, type CountedFact, type HistogramDelta, type HistogramSeries, type MetricsReport } from './metrics-rollup.js';
+import {
+  METRICS_REPORT_INTERVAL_MS,
+  add,
+  type Appended,
+  type CountedFact,
+  type HistogramDelta,
+  type HistogramSeries,
+  type MetricsMark,
+  type MetricsReport,
+} from './metrics-rollup.js';
 
 const SKIP_AUDIT = `${INTERNAL_IDEMPOTENCY_PREFIX}skip:`;
 
@@ -27,6 +38,14 @@ export const COUNTED_TYPES: readonly string[] = [EventType.subscriptionDeliveryH
 
 /** Events read from the log per page by scanFacts. */
 export const SCAN_PAGE = 1_000;
+
+/**
+ * A lifetime the index has no appended figures of is counted from its first event when its head
+ * is at most this (it is new, or its object went away before its first report); beyond it, it held
+ * events before this build first ran, and is counted from its head then (a baseline): its log is
+ * not summed whole.
+ */
+export const FIRST_COUNT_MAX_EVENTS = 10_000;
 
 /**
  * The halts and skips of a log after `afterOffset`: `read` answers up to `limit` events of
@@ -60,8 +79,10 @@ export interface ReporterPorts {
   subject(): { streamId: string; path: string; head: number; lags: Array<{ key: string; lag: number }>; connections: number } | null;
   /** The halts and skips of the current lifetime's log after `afterOffset`, through its head. */
   scan(afterOffset: number): CountedFact[];
-  /** The offset through which the index counted the facts of `streamId`. */
-  mark(streamId: string): Promise<number>;
+  /** UTF-8 bytes of the JSON of the lifetime's events at offsets in (afterOffset, throughOffset]. */
+  scanBytes(streamId: string, afterOffset: number, throughOffset: number): number;
+  /** What the index counted of `streamId`. */
+  mark(streamId: string): Promise<MetricsMark>;
   send(report: MetricsReport): Promise<void>;
   log(message: string, error: unknown): void;
 }
@@ -82,6 +103,14 @@ export class MetricsReporter {
   /** The lags last sent (none at first: a stream without subscriptions sends none). */
   private sentLags = '[]';
   private sentConnections = 0;
+  /**
+   * Where the lifetime's appended bytes stand against the object's own counter (the engine's
+   * rivulet_appended_bytes_total, from 0 when the instance started): `bytes` through `head` when
+   * the counter read `counter`. Set once per lifetime, from the index's figures and the log after them.
+   */
+  private appendedBase: { streamId: string; head: number; bytes: number; counter: number; baseline: boolean } | null = null;
+  /** The head last reported as the lifetime's appended events. */
+  private sentAppended: { streamId: string; events: number } | null = null;
 
   constructor(private readonly ports: ReporterPorts) {}
 
@@ -115,6 +144,18 @@ export class MetricsReporter {
     return this.chain;
   }
 
+  /**
+   * The lifetime's appended figures now (null until the index's were learnt). Read synchronously
+   * just before the lifetime is destroyed, they are its final ones.
+   */
+  appended(streamId: string): Appended | null {
+    const base = this.appendedBase;
+    const subject = this.ports.subject();
+    if (base === null || base.streamId !== streamId || subject?.streamId !== streamId) return null;
+    const bytes = base.bytes + (this.ports.metrics.appendedBytes.get() - base.counter);
+    return { events: subject.head, bytes, ...(base.baseline && this.sentAppended?.streamId !== streamId ? { baseline: true } : {}) };
+  }
+
   /** Reports now what is owed (one report at a time); settles when it was sent or failed. */
   flush(): Promise<void> {
     this.chain = this.chain.then(() => this.flushNow());
@@ -139,18 +180,29 @@ export class MetricsReporter {
   private async next(): Promise<MetricsReport | null> {
     let subject = this.ports.subject();
     if (subject === null) return null;
-    // Only a stream with subscriptions has halts and skips to count: the others never ask.
+    // Only a stream with subscriptions has halts and skips to count.
     const counts = subject.lags.length > 0 || this.facts.some((f) => f.streamId === subject!.streamId);
-    if (counts && this.known?.streamId !== subject.streamId) {
-      const through = await this.ports.mark(subject.streamId);
+    if (this.appendedBase?.streamId !== subject.streamId || (counts && this.known?.streamId !== subject.streamId)) {
+      const asked = subject.streamId;
+      const mark = await this.ports.mark(asked);
       subject = this.ports.subject();
-      if (subject === null) return null;
-      // What this instance did not see commit (committed before it started) is read from the log.
-      const seen = new Set(this.facts.filter((f) => f.streamId === subject!.streamId).map((f) => f.offset));
-      for (const fact of this.ports.scan(through)) if (!seen.has(fact.offset)) this.facts.push({ ...fact, streamId: subject.streamId });
-      this.known = { streamId: subject.streamId, through };
+      // Destroyed meanwhile: the mark is of a lifetime that is gone; the next interval asks again.
+      if (subject === null || subject.streamId !== asked) return null;
+      if (this.appendedBase?.streamId !== asked) {
+        this.appendedBase = this.baseOf(asked, subject.head, mark.appended);
+        // What the index holds needs no report.
+        if (mark.appended) this.sentAppended = { streamId: asked, events: mark.appended.events };
+      }
+      if (counts && this.known?.streamId !== asked) {
+        // What this instance did not see commit (committed before it started) is read from the log.
+        const seen = new Set(this.facts.filter((f) => f.streamId === asked).map((f) => f.offset));
+        for (const fact of this.ports.scan(mark.through)) if (!seen.has(fact.offset)) this.facts.push({ ...fact, streamId: asked });
+        this.known = { streamId: asked, through: mark.through };
+      }
     }
     const { streamId } = subject;
+    const appended = this.appended(streamId);
+    const appendedDue = appended !== null && (this.sentAppended?.streamId !== streamId || this.sentAppended.events !== appended.events);
     const known = this.known?.streamId === streamId ? this.known : null;
     const facts = known
       ? this.facts.filter((f) => f.streamId === streamId && f.offset > known.through).map(({ offset, kind, action }) => ({ offset, kind, action }))
@@ -162,7 +214,7 @@ export class MetricsReporter {
     // Open connections are told every interval: a count the index stops hearing about is dropped
     // (the object went away, and its connections with it).
     const connectionsDue = subject.connections !== this.sentConnections || subject.connections > 0;
-    if (facts.length === 0 && deliveries.length === 0 && latency.length === 0 && !lagsChanged && !connectionsDue) return null;
+    if (facts.length === 0 && deliveries.length === 0 && latency.length === 0 && !lagsChanged && !connectionsDue && !appendedDue) return null;
     // The deltas are now the report's: the baselines move, and the report is sent until acknowledged.
     for (const d of deliveries) this.sentDeliveries.set(d.labels, (this.sentDeliveries.get(d.labels) ?? 0) + d.by);
     for (const h of latency) {
@@ -171,6 +223,7 @@ export class MetricsReporter {
     }
     this.sentLags = lagsText;
     this.sentConnections = subject.connections;
+    if (appendedDue) this.sentAppended = { streamId, events: appended.events };
     this.facts = [];
     if (known) known.through = Math.max(known.through, subject.head);
     return {
@@ -185,7 +238,20 @@ export class MetricsReporter {
       latency,
       ...(lagsChanged ? { lags: subject.lags } : {}),
       ...(connectionsDue ? { connections: subject.connections } : {}),
+      ...(appendedDue ? { appended } : {}),
     };
+  }
+
+  /**
+   * Where a lifetime's appended bytes stand now: the index's figures and the bytes of the log's
+   * events after them (committed by an instance that went away before reporting them). Called in
+   * one synchronous step with the head and the counter it pairs them with.
+   */
+  private baseOf(streamId: string, head: number, counted: Appended | null): NonNullable<MetricsReporter['appendedBase']> {
+    const counter = this.ports.metrics.appendedBytes.get();
+    if (counted === null && head > FIRST_COUNT_MAX_EVENTS) return { streamId, head, bytes: 0, counter, baseline: true };
+    const from = Math.min(counted?.events ?? 0, head);
+    return { streamId, head, bytes: (counted?.bytes ?? 0) + this.ports.scanBytes(streamId, from, head), counter, baseline: false };
   }
 
   private counterDeltas(): Array<{ labels: string; by: number }> {

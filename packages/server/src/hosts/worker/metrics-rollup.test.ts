@@ -15,10 +15,12 @@ import {
   IndexMetrics,
   LAGS_SHOWN,
   applyRollup,
+  createWorkerMetrics,
   type CountedFact,
   type MetricsReport,
 } from './metrics-rollup.js';
-import { MetricsReporter, countedFact, scanFacts, type ReporterPorts } from './metrics-reporter.js';
+import { FIRST_COUNT_MAX_EVENTS, MetricsReporter, countedFact, scanFacts, type ReporterPorts } from './metrics-reporter.js';
+import { SessionsReporter } from './sessions-reporter.js';
 
 const webhook = labelKey({ action: 'webhook-post' });
 const halts = (index: IndexMetrics) => index.totals(0).counters.find((c) => c.name === 'rivulet_subscription_halts_total' && c.labels === webhook)?.value ?? 0;
@@ -37,7 +39,7 @@ describe('IndexMetrics (the index object)', () => {
     expect(index.apply(r)).toBe(false);
     expect(halts(index)).toBe(1);
     expect(index.totals(0).counters.find((c) => c.name === 'rivulet_deliveries_total')?.value).toBe(3);
-    expect(index.mark('s1')).toBe(10);
+    expect(index.mark('s1')).toEqual({ through: 10, appended: null });
   });
 
   it('counts a halt once by its offset, whichever report or instance carries it again', async () => {
@@ -49,8 +51,8 @@ describe('IndexMetrics (the index object)', () => {
     // Another lifetime of the same path counts on its own.
     index.apply(report({ streamId: 's2', facts: [halt(5)], through: 5 }));
     expect(halts(index)).toBe(3);
-    expect(index.mark('s1')).toBe(12);
-    expect(index.mark('unknown')).toBe(0);
+    expect(index.mark('s1').through).toBe(12);
+    expect(index.mark('unknown')).toEqual({ through: 0, appended: null });
   });
 
   it('adds latency histograms bucket by bucket', async () => {
@@ -97,6 +99,46 @@ describe('IndexMetrics (the index object)', () => {
     expect(index.totals(0).connections).toBe(1);
     index.forget('s1');
     expect(index.totals(0).connections).toBe(0);
+  });
+
+  it('adds a lifetime appended events and bytes once: absolute figures, only what grew is added, a destroyed one stays counted', async () => {
+    const index = new IndexMetrics(await MemoryStorage.create());
+    const appended = () => ['rivulet_appended_events_total', 'rivulet_appended_bytes_total'].map((n) => index.totals(0).counters.find((c) => c.name === n)?.value ?? 0);
+    index.apply(report({ appended: { events: 3, bytes: 300 } }));
+    expect(appended()).toEqual([3, 300]);
+    // The same figures again (another sequence, or a new instance), and older ones arriving late: nothing more.
+    index.apply(report({ seq: 2, appended: { events: 3, bytes: 300 } }));
+    index.apply(report({ reporter: 'r2', seq: 1, appended: { events: 2, bytes: 200 } }));
+    expect(appended()).toEqual([3, 300]);
+    expect(index.mark('s1').appended).toEqual({ events: 3, bytes: 300 });
+    index.apply(report({ reporter: 'r2', seq: 2, appended: { events: 5, bytes: 520 } }));
+    expect(appended()).toEqual([5, 520]);
+    // Another lifetime counts on its own; its final figures come with its removal, and stay counted.
+    index.apply(report({ streamId: 's2', appended: { events: 1, bytes: 10 } }));
+    index.forget('s2', { events: 4, bytes: 40 });
+    expect(appended()).toEqual([9, 560]);
+    expect(index.mark('s2').appended).toBeNull();
+    index.forget('s1');
+    expect(appended()).toEqual([9, 560]);
+    // A lifetime first seen with a baseline is counted from there on.
+    index.apply(report({ streamId: 's3', appended: { events: 20_000, bytes: 0, baseline: true } }));
+    expect(appended()).toEqual([9, 560]);
+    index.apply(report({ streamId: 's3', seq: 2, appended: { events: 20_002, bytes: 25 } }));
+    expect(appended()).toEqual([11, 585]);
+  });
+
+  it('counts a hub open RPC sessions while it keeps telling them, summed over hub instances', async () => {
+    let now = 1_000_000;
+    const index = new IndexMetrics(await MemoryStorage.create(), () => now);
+    index.reportSessions('hub-1', 2);
+    index.reportSessions('hub-2', 1);
+    expect(index.totals(0).sessions).toBe(3);
+    index.reportSessions('hub-2', 0);
+    expect(index.totals(0).sessions).toBe(2);
+    now += CONNECTIONS_FRESH_MS + 1;
+    expect(index.totals(0).sessions).toBe(0);
+    index.reportSessions('hub-1', 1);
+    expect(index.totals(0).sessions).toBe(1);
   });
 
   it('lists the projects registered with it, the deployment-wide one (null) included', async () => {
@@ -192,7 +234,8 @@ function reporterSetup(over: Partial<ReporterPorts> = {}) {
     metrics,
     subject: () => subject,
     scan: () => [],
-    mark: async () => 0,
+    scanBytes: () => 0,
+    mark: async () => ({ through: 0, appended: null }),
     send: async (r) => {
       if (failSends > 0) {
         failSends--;
@@ -269,7 +312,7 @@ describe('MetricsReporter (a stream object)', () => {
   it('a new instance asks the index how far it counted and reads the facts after that from its log', async () => {
     const scanned: number[] = [];
     const { reporter, sent, subject, tick } = reporterSetup({
-      mark: async () => 3,
+      mark: async () => ({ through: 3, appended: null }),
       scan: (after) => {
         scanned.push(after);
         return [halt(4), halt(8)];
@@ -304,21 +347,27 @@ describe('MetricsReporter (a stream object)', () => {
     expect(timer.due).toHaveLength(0);
   });
 
-  it('a stream without subscriptions or connections never calls its index', async () => {
-    let marks = 0;
-    const { reporter, sent, subject, tick } = reporterSetup({ mark: async () => ++marks });
+  it('a stream without subscriptions reads no facts from its log, and tells its connections without facts', async () => {
+    let scans = 0;
+    const { reporter, sent, subject, tick } = reporterSetup({
+      mark: async () => ({ through: 0, appended: { events: 50, bytes: 5_000 } }),
+      scan: () => {
+        scans++;
+        return [];
+      },
+    });
     subject.lags = [];
     subject.head = 50;
     reporter.committed('s1', [{ ...haltAt(3), type: 'app/x' }], () => undefined);
     await tick();
-    await tick();
-    expect([marks, sent.length]).toEqual([0, 0]);
-    // A connection opens: it is told, without asking for the mark (there is nothing to count).
+    // The head is where the index counted it: nothing moved, nothing sent.
+    expect([sent.length, scans]).toEqual([0, 0]);
     subject.connections = 1;
     reporter.poke();
     await tick();
-    expect(marks).toBe(0);
+    expect(scans).toBe(0);
     expect(sent).toEqual([expect.objectContaining({ through: 0, facts: [], connections: 1 })]);
+    expect(sent[0]!.appended).toBeUndefined();
   });
 
   it('drops a report of a destroyed lifetime that the index did not take', async () => {
@@ -344,18 +393,178 @@ describe('MetricsReporter (a stream object)', () => {
   });
 });
 
+describe('MetricsReporter: appended events and bytes', () => {
+  it('a new lifetime is counted from its first event: its head, and the bytes of its log then the engine counter after it', async () => {
+    const scanned: Array<[number, number]> = [];
+    const { reporter, metrics, sent, subject, tick } = reporterSetup({
+      scanBytes: (_id, after, through) => {
+        scanned.push([after, through]);
+        return 400;
+      },
+    });
+    subject.lags = [];
+    metrics.appendedBytes.inc({}, 400);
+    reporter.poke();
+    await tick();
+    expect(scanned).toEqual([[0, 4]]);
+    expect(sent.map((r) => r.appended)).toEqual([{ events: 4, bytes: 400 }]);
+    subject.head = 6;
+    metrics.appendedBytes.inc({}, 150);
+    reporter.poke();
+    await tick();
+    expect(sent.map((r) => r.appended)).toEqual([{ events: 4, bytes: 400 }, { events: 6, bytes: 550 }]);
+    // The head did not move: no report. The final figures are what it would report.
+    await tick();
+    expect(sent).toHaveLength(2);
+    expect(reporter.appended('s1')).toEqual({ events: 6, bytes: 550 });
+    expect(reporter.appended('other')).toBeNull();
+    expect(scanned).toHaveLength(1);
+  });
+
+  it('a new instance counts from the index figures, adding the log bytes after them (committed by the instance that went away)', async () => {
+    const scanned: Array<[number, number]> = [];
+    const { reporter, metrics, sent, subject, tick } = reporterSetup({
+      mark: async () => ({ through: 0, appended: { events: 3, bytes: 300 } }),
+      scanBytes: (_id, after, through) => {
+        scanned.push([after, through]);
+        return 220;
+      },
+    });
+    subject.lags = [];
+    subject.head = 5;
+    // This instance committed nothing yet: its own counter is 0.
+    reporter.poke();
+    await tick();
+    expect(scanned).toEqual([[3, 5]]);
+    expect(sent.map((r) => r.appended)).toEqual([{ events: 5, bytes: 520 }]);
+    subject.head = 7;
+    metrics.appendedBytes.inc({}, 80);
+    reporter.poke();
+    await tick();
+    expect(sent[1]!.appended).toEqual({ events: 7, bytes: 600 });
+  });
+
+  it('a lifetime unknown to the index with more events than FIRST_COUNT_MAX_EVENTS starts with a baseline, without reading its log', async () => {
+    let scans = 0;
+    const { reporter, metrics, sent, subject, tick } = reporterSetup({
+      scanBytes: () => {
+        scans++;
+        return 1;
+      },
+    });
+    subject.lags = [];
+    subject.head = FIRST_COUNT_MAX_EVENTS + 1;
+    reporter.poke();
+    await tick();
+    expect(scans).toBe(0);
+    expect(sent[0]!.appended).toEqual({ events: FIRST_COUNT_MAX_EVENTS + 1, bytes: 0, baseline: true });
+    subject.head += 2;
+    metrics.appendedBytes.inc({}, 30);
+    reporter.poke();
+    await tick();
+    expect(sent[1]!.appended).toEqual({ events: FIRST_COUNT_MAX_EVENTS + 3, bytes: 30 });
+  });
+
+  it('a lifetime destroyed while the index was asked is not given that mark; the new lifetime asks again', async () => {
+    const asked: string[] = [];
+    const { reporter, sent, subject, tick } = reporterSetup({
+      mark: async (streamId) => {
+        asked.push(streamId);
+        if (streamId === 's1') subject.streamId = 's2';
+        return { through: 0, appended: { events: 1, bytes: 10 } };
+      },
+    });
+    subject.lags = [];
+    reporter.poke();
+    await tick();
+    expect(sent).toEqual([]);
+    reporter.poke();
+    await tick();
+    expect(asked).toEqual(['s1', 's2']);
+    expect(sent.map((r) => [r.streamId, r.appended])).toEqual([['s2', { events: 4, bytes: 10 }]]);
+  });
+});
+
+describe('SessionsReporter (the hub)', () => {
+  it('tells its open sessions every interval while there are any, then 0 once, then nothing; a failed report is sent again', async () => {
+    const timer = new ManualTimer();
+    let open = 0;
+    let fail = 0;
+    const sent: Array<[string, number]> = [];
+    const log: string[] = [];
+    const reporter = new SessionsReporter({
+      timer,
+      sessions: () => open,
+      send: async (id, count) => {
+        if (fail > 0) {
+          fail--;
+          throw new Error('index unreachable');
+        }
+        sent.push([id, count]);
+      },
+      log: (message) => log.push(message),
+    });
+    const tick = async () => {
+      timer.fire();
+      await settle();
+    };
+    // Nothing open and nothing told: no report.
+    reporter.poke();
+    await tick();
+    expect(sent).toEqual([]);
+    open = 2;
+    reporter.poke();
+    reporter.poke();
+    expect(timer.due).toHaveLength(1);
+    await tick();
+    await tick();
+    expect(sent.map(([, n]) => n)).toEqual([2, 2]);
+    open = 0;
+    fail = 1;
+    await tick();
+    expect(log).toEqual(['could not report RPC sessions to the project index (sent again within an interval)']);
+    await tick();
+    await tick();
+    expect(sent.map(([, n]) => n)).toEqual([2, 2, 0]);
+    expect(timer.due).toHaveLength(0);
+    expect(new Set(sent.map(([id]) => id)).size).toBe(1);
+  });
+});
+
 describe('applyRollup (the entry)', () => {
   it('sums the projects, keeps 0 for every action, and labels lags by project', () => {
-    const metrics = createServerMetrics();
+    const metrics = createWorkerMetrics('test');
     const latency = { name: 'rivulet_delivery_latency_seconds', labels: webhook, counts: new Array<number>(14).fill(1), sum: 1, count: 1 };
     applyRollup(metrics, [
       {
         project: null,
-        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 2 }], histograms: [latency], halted: 1, lags: [{ path: '/a', key: 'k', lag: 3 }], connections: 1 },
+        totals: {
+          counters: [
+            { name: 'rivulet_subscription_halts_total', labels: webhook, value: 2 },
+            { name: 'rivulet_appended_events_total', labels: '', value: 5 },
+            { name: 'rivulet_appended_bytes_total', labels: '', value: 500 },
+          ],
+          histograms: [latency],
+          halted: 1,
+          lags: [{ path: '/a', key: 'k', lag: 3 }],
+          connections: 1,
+          sessions: 1,
+        },
       },
       {
         project: 'shop',
-        totals: { counters: [{ name: 'rivulet_subscription_halts_total', labels: webhook, value: 1 }], histograms: [latency], halted: 2, lags: [{ path: '/b', key: 'j', lag: 9 }], connections: 2 },
+        totals: {
+          counters: [
+            { name: 'rivulet_subscription_halts_total', labels: webhook, value: 1 },
+            { name: 'rivulet_appended_events_total', labels: '', value: 2 },
+            { name: 'rivulet_appended_bytes_total', labels: '', value: 20 },
+          ],
+          histograms: [latency],
+          halted: 2,
+          lags: [{ path: '/b', key: 'j', lag: 9 }],
+          connections: 2,
+          sessions: 3,
+        },
       },
     ]);
     const text = metrics.registry.render();
@@ -364,6 +573,9 @@ describe('applyRollup (the entry)', () => {
     expect(text).toContain('rivulet_subscription_skips_total{action="webhook-post"} 0\n');
     expect(text).toContain('rivulet_subscriptions_halted 3\n');
     expect(text).toContain('rivulet_live_connections 3\n');
+    expect(text).toContain('rivulet_rpc_sessions 4\n');
+    expect(text).toContain('rivulet_appended_events_total 7\n');
+    expect(text).toContain('rivulet_appended_bytes_total 520\n');
     expect(text).toContain('rivulet_delivery_latency_seconds_count{action="webhook-post"} 2\n');
     expect(text).toContain('rivulet_subscription_lag_events{key="j",project="shop",stream="/b"} 9\nrivulet_subscription_lag_events{key="k",project="",stream="/a"} 3\n');
   });

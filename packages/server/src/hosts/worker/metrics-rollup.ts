@@ -22,8 +22,23 @@
  * (after an eviction or a restart) first asks for that offset and reads the facts after it from
  * its log, so a halt committed just before a crash is still counted. Delivery counts and latencies
  * live in the object's memory until reported: a crash loses at most the last interval's.
+ *
+ * Appended events and bytes (the engine's rivulet_appended_* counters: every event a commit
+ * published, platform facts and received copies included, and the UTF-8 bytes of its JSON) are
+ * derived from committed facts, as absolute figures per stream lifetime: the events are the
+ * lifetime's head (offsets are dense, one per committed event), the bytes those of its log's events
+ * through that head. The index keeps, per lifetime, the figures it added to the counters and adds
+ * only what a report's figures exceed them by, so a report applied again, late or from another
+ * instance adds nothing twice. A new instance learns the index's figures and sums the bytes of the
+ * log's events after them (what an instance that went away committed and did not report), then
+ * follows the engine's own byte counter. A destroyed lifetime's final figures travel with its
+ * removal from the index, and what was added stays in the counters.
+ *
+ * RPC sessions live in the project's hub object: it tells the index its count of open sessions
+ * every interval while any is open (sessions-reporter.ts), and the index sums the counts it heard
+ * recently, as it does for live connections.
  */
-import { RECEIVER_ACTIONS, labelKey, type ServerMetrics } from '../../engine/metrics.js';
+import { RECEIVER_ACTIONS, createServerMetrics, labelKey, type Gauge, type ServerMetrics } from '../../engine/metrics.js';
 import type { SqlStorage } from '../../ports/storage.js';
 
 /** The index object that lists the projects with figures ("*" is no project id, so it is no project's index). */
@@ -36,6 +51,8 @@ const HALTS = 'rivulet_subscription_halts_total';
 const SKIPS = 'rivulet_subscription_skips_total';
 const DELIVERIES = 'rivulet_deliveries_total';
 const LATENCY = 'rivulet_delivery_latency_seconds';
+const APPENDED_EVENTS = 'rivulet_appended_events_total';
+const APPENDED_BYTES = 'rivulet_appended_bytes_total';
 /** Lags kept per stream and answered per project: the family shows the largest 100 (protocol §15.2). */
 export const LAGS_SHOWN = 100;
 
@@ -71,6 +88,26 @@ export interface MetricsReport {
   lags?: Array<{ key: string; lag: number }>;
   /** The stream's open live connections and waits: sent when it changed, and every interval while above 0. */
   connections?: number;
+  /** The lifetime's appended events and their bytes through its head, as absolute figures: sent when the head moved. */
+  appended?: Appended;
+}
+
+/**
+ * What a stream lifetime appended through its head: `events` is the head (offsets are dense from 1,
+ * one per committed event), `bytes` the UTF-8 bytes of those events' JSON. A `baseline` is where a
+ * lifetime that already held events before it was first reported starts to be counted (nothing
+ * before it is added).
+ */
+export interface Appended {
+  events: number;
+  bytes: number;
+  baseline?: boolean;
+}
+
+/** What the index counted of a stream lifetime: halts and skips through an offset, appended events and bytes (null: none yet). */
+export interface MetricsMark {
+  through: number;
+  appended: Appended | null;
 }
 
 /** A project's totals as its index answers them. */
@@ -80,6 +117,8 @@ export interface ProjectMetrics {
   halted: number;
   lags: Array<{ path: string; key: string; lag: number }>;
   connections: number;
+  /** Open RPC sessions of the project's hub, as it last told them (and recently). */
+  sessions: number;
 }
 
 export type HistogramSeries = { counts: number[]; sum: number; count: number };
@@ -110,13 +149,33 @@ export class IndexMetrics {
     // The largest lags are read in order, without sorting every row.
     storage.run(`CREATE INDEX IF NOT EXISTS metric_lags_by_lag ON metric_lags (lag)`);
     storage.run(`CREATE TABLE IF NOT EXISTS metric_connections (stream_id TEXT PRIMARY KEY, count INTEGER NOT NULL, at INTEGER NOT NULL)`);
+    // Per stream lifetime: the appended events (its head) and bytes already added to the counters.
+    storage.run(`CREATE TABLE IF NOT EXISTS metric_appended (stream_id TEXT PRIMARY KEY, events INTEGER NOT NULL, bytes INTEGER NOT NULL)`);
+    // Per hub instance: its open RPC sessions, counted while it keeps telling them.
+    storage.run(`CREATE TABLE IF NOT EXISTS metric_sessions (reporter TEXT PRIMARY KEY, count INTEGER NOT NULL, at INTEGER NOT NULL)`);
     // In the deployment's registry object only: the projects whose indexes hold figures.
     storage.run(`CREATE TABLE IF NOT EXISTS metric_projects (project TEXT PRIMARY KEY)`);
   }
 
-  /** The offset through which the facts of `streamId` were counted (0: none yet). */
-  mark(streamId: string): number {
-    return this.storage.exec<{ through: number }>(`SELECT through FROM metric_streams WHERE stream_id = ?`, streamId)[0]?.through ?? 0;
+  /** What was counted of `streamId`: the offset through which its facts were (0: none yet), its appended figures. */
+  mark(streamId: string): MetricsMark {
+    const through = this.storage.exec<{ through: number }>(`SELECT through FROM metric_streams WHERE stream_id = ?`, streamId)[0]?.through ?? 0;
+    const appended = this.storage.exec<{ events: number; bytes: number }>(`SELECT events, bytes FROM metric_appended WHERE stream_id = ?`, streamId)[0];
+    return { through, appended: appended ? { events: appended.events, bytes: appended.bytes } : null };
+  }
+
+  /**
+   * Adds what a lifetime appended beyond what was added of it already. The figures are absolute
+   * and grow with the head, so a report applied again, late or from a new instance adds nothing twice.
+   */
+  private addAppended(streamId: string, appended: Appended): void {
+    const row = this.storage.exec<{ events: number; bytes: number }>(`SELECT events, bytes FROM metric_appended WHERE stream_id = ?`, streamId)[0];
+    if (row && appended.events <= row.events) return;
+    if (!(row === undefined && appended.baseline)) {
+      this.addCounter(APPENDED_EVENTS, '', appended.events - (row?.events ?? 0));
+      this.addCounter(APPENDED_BYTES, '', Math.max(0, appended.bytes - (row?.bytes ?? 0)));
+    }
+    this.storage.run(`INSERT OR REPLACE INTO metric_appended (stream_id, events, bytes) VALUES (?, ?, ?)`, streamId, appended.events, appended.bytes);
   }
 
   /** Applies a report once; answers whether it was new. */
@@ -127,6 +186,7 @@ export class IndexMetrics {
         report.streamId,
       )[0];
       if (row && row.reporter === report.reporter && row.seq >= report.seq) return false;
+      if (report.appended) this.addAppended(report.streamId, report.appended);
       const counted = row?.through ?? 0;
       for (const fact of report.facts) {
         if (fact.offset > counted) this.addCounter(fact.kind === 'halt' ? HALTS : SKIPS, labelKey({ action: fact.action }), 1);
@@ -156,8 +216,19 @@ export class IndexMetrics {
     });
   }
 
-  /** A destroyed lifetime: its lags are gone; the counters keep what happened. */
-  forget(streamId: string): void {
+  /**
+   * A destroyed lifetime: its lags are gone; the counters keep what happened, `appended` (its
+   * figures as the lifetime ended, when its object knew them) included.
+   */
+  forget(streamId: string, appended?: Appended): void {
+    this.storage.transaction(() => {
+      if (appended) this.addAppended(streamId, appended);
+      this.storage.run(`DELETE FROM metric_appended WHERE stream_id = ?`, streamId);
+      this.forgetRows(streamId);
+    });
+  }
+
+  private forgetRows(streamId: string): void {
     this.storage.run(`DELETE FROM metric_lags WHERE stream_id = ?`, streamId);
     this.storage.run(`DELETE FROM metric_streams WHERE stream_id = ?`, streamId);
     this.storage.run(`DELETE FROM metric_connections WHERE stream_id = ?`, streamId);
@@ -199,7 +270,14 @@ export class IndexMetrics {
       halted,
       lags: this.storage.exec<{ path: string; key: string; lag: number }>(`SELECT path, key, lag FROM metric_lags ORDER BY lag DESC LIMIT ?`, LAGS_SHOWN),
       connections: this.storage.exec<{ n: number }>(`SELECT coalesce(sum(count), 0) AS n FROM metric_connections WHERE at >= ?`, this.now() - CONNECTIONS_FRESH_MS)[0]!.n,
+      sessions: this.storage.exec<{ n: number }>(`SELECT coalesce(sum(count), 0) AS n FROM metric_sessions WHERE at >= ?`, this.now() - CONNECTIONS_FRESH_MS)[0]!.n,
     };
+  }
+
+  /** A hub instance's open RPC sessions (0: it has none, and is no longer counted). */
+  reportSessions(reporter: string, count: number): void {
+    if (count === 0) this.storage.run(`DELETE FROM metric_sessions WHERE reporter = ?`, reporter);
+    else this.storage.run(`INSERT OR REPLACE INTO metric_sessions (reporter, count, at) VALUES (?, ?, ?)`, reporter, count, this.now());
   }
 
   registerProject(project: string | null): void {
@@ -211,16 +289,25 @@ export class IndexMetrics {
   }
 }
 
+/** The entry's families: every host's, and the RPC session gauge (the Node host's family, fed here by the hubs' reports). */
+export type WorkerMetrics = ServerMetrics & { rpcSessions: Gauge };
+
+export function createWorkerMetrics(version: string): WorkerMetrics {
+  const metrics = createServerMetrics(undefined, { version });
+  return { ...metrics, rpcSessions: metrics.registry.gauge('rivulet_rpc_sessions', 'Open RPC sessions (/v1/rpc)') };
+}
+
 /**
- * Folds every project's totals into the entry's families: the halt, skip and delivery counters,
- * the latency histogram, the halted and live-connection gauges and the largest lags. These families count nothing in
- * the entry itself, so the roll-up replaces what they hold.
+ * Folds every project's totals into the entry's families: the halt, skip, delivery and appended
+ * counters, the latency histogram, the halted, live-connection and RPC-session gauges and the
+ * largest lags. These families count nothing in the entry itself, so the roll-up replaces what they hold.
  */
-export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ project: string | null; totals: ProjectMetrics }>): void {
+export function applyRollup(metrics: ServerMetrics & { rpcSessions?: Gauge }, projects: ReadonlyArray<{ project: string | null; totals: ProjectMetrics }>): void {
   const counters = new Map<string, Map<string, number>>();
   const histograms = new Map<string, HistogramSeries>();
   let halted = 0;
   let connections = 0;
+  let sessions = 0;
   const lags: Array<{ labels: Record<string, string>; value: number }> = [];
   for (const { project, totals } of projects) {
     for (const c of totals.counters) {
@@ -235,6 +322,7 @@ export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ pr
     }
     halted += totals.halted;
     connections += totals.connections;
+    sessions += totals.sessions;
     for (const l of totals.lags) lags.push({ labels: { project: project ?? '', stream: l.path, key: l.key }, value: l.lag });
   }
   const replace = (counter: { values: Map<string, number> }, name: string, zeroes: boolean) => {
@@ -245,10 +333,13 @@ export function applyRollup(metrics: ServerMetrics, projects: ReadonlyArray<{ pr
   replace(metrics.subscriptionHalts, HALTS, true);
   replace(metrics.subscriptionSkips, SKIPS, true);
   replace(metrics.deliveries, DELIVERIES, false);
+  replace(metrics.appendedEvents, APPENDED_EVENTS, false);
+  replace(metrics.appendedBytes, APPENDED_BYTES, false);
   metrics.deliveryLatency.series.clear();
   for (const [labels, s] of histograms) metrics.deliveryLatency.series.set(labels, s);
   metrics.subscriptionsHalted.collect = () => [{ labels: {}, value: halted }];
   metrics.liveConnections.collect = () => [{ labels: {}, value: connections }];
+  if (metrics.rpcSessions) metrics.rpcSessions.collect = () => [{ labels: {}, value: sessions }];
   lags.sort((a, b) => b.value - a.value);
   const shown = lags.slice(0, LAGS_SHOWN);
   metrics.subscriptionLag.collect = () => shown;

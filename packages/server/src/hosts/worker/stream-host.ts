@@ -122,6 +122,7 @@ export class StreamHost {
         projectId: () => this.identity?.projectId ?? null,
         actor: () => this.actorIfBound(),
         connections: () => this.engine.service.connections.size,
+        storage: this.storage,
       },
       metrics,
     );
@@ -287,6 +288,8 @@ export class StreamHost {
     const streamId = actor.exists ? actor.coreState?.streamId : undefined;
     // What the lifetime counted goes to the index before its log is erased.
     if (streamId !== undefined) await this.reporter.flush();
+    // Its appended figures as it ends: read in the same synchronous step as the destroy starts.
+    const appended = streamId !== undefined ? this.reporter.appended(streamId) : null;
     const destroyed = await this.engine.service.destroy(projectId, path);
     if (!destroyed || streamId === undefined) return destroyed;
     await this.reporter.forget(streamId);
@@ -300,7 +303,7 @@ export class StreamHost {
     this.subscriptionsIndexed = undefined;
     try {
       await unwrap('the stream index', () =>
-        this.deps.env.STREAM_INDEX.getByName(projectObjectName(projectId)).remove(projectId, path, streamId),
+        this.deps.env.STREAM_INDEX.getByName(projectObjectName(projectId)).remove(projectId, path, streamId, appended ?? undefined),
       );
     } catch (error) {
       // The listing asks each listed stream's object, which answers that the stream is gone.

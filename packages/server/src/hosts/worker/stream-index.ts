@@ -17,7 +17,7 @@ import { isPathUnder } from '@rivulet/contract';
 import type { SqlStorage } from '../../ports/storage.js';
 import type { ListOptions } from '../../engine/service.js';
 import type { IndexEntry, SubscribedCandidate, SubscribedQuery } from './api.js';
-import { IndexMetrics, type MetricsReport, type ProjectMetrics } from './metrics-rollup.js';
+import { IndexMetrics, type Appended, type MetricsReport, type ProjectMetrics } from './metrics-rollup.js';
 
 export class StreamIndex {
   /** The project's /metrics figures, reported by its stream objects (metrics-rollup.ts). */
@@ -74,10 +74,11 @@ export class StreamIndex {
     this.storage.run(`INSERT OR REPLACE INTO listed (path, stream_id, created_at) VALUES (?, ?, ?)`, entry.path, entry.streamId, entry.createdAt);
   }
 
-  remove(path: string, streamId: string): void {
+  /** A destroyed lifetime; `appended` are its final appended figures, when its object knew them. */
+  remove(path: string, streamId: string, appended?: Appended): void {
     this.storage.run(`DELETE FROM listed WHERE path = ? AND stream_id = ?`, path, streamId);
     this.storage.run(`DELETE FROM subscribed WHERE path = ? AND stream_id = ?`, path, streamId);
-    this.metrics.forget(streamId);
+    this.metrics.forget(streamId, appended);
   }
 
   list(options: ListOptions): { entries: IndexEntry[]; more: boolean } {

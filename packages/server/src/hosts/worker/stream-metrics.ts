@@ -7,6 +7,7 @@ import type { StreamActor } from '../../engine/actor.js';
 import { engineLog } from '../../engine/compose.js';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { ErrorLogger } from '../../http/errors.js';
+import type { SqlStorage } from '../../ports/storage.js';
 import { systemTimer } from '../../ports/timer.js';
 import { projectObjectName, type WorkerEnv } from './env.js';
 import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-reporter.js';
@@ -22,6 +23,8 @@ export interface ReportedObject {
   actor(): StreamActor | undefined;
   /** Open live connections and waits of the object. */
   connections(): number;
+  /** The object's SQL storage (its one stream's rows). */
+  storage: SqlStorage;
 }
 
 export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetrics): MetricsReporter {
@@ -45,6 +48,14 @@ export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetri
         actor.readRaw({ afterOffset: after, limit, includeEphemeral: false, eventTypes: COUNTED_TYPES }).events;
       return scanFacts(read, afterOffset, (key) => actionOf(actor, key));
     },
+    scanBytes: (streamId, afterOffset, throughOffset) =>
+      host.storage.exec<{ bytes: number }>(
+        // length() of a BLOB counts bytes: the stored JSON's UTF-8 bytes, as the engine counts them.
+        `SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) AS bytes FROM events WHERE sid = (SELECT sid FROM streams WHERE stream_id = ?) AND ofs > ? AND ofs <= ?`,
+        streamId,
+        afterOffset,
+        throughOffset,
+      )[0]!.bytes,
     mark: (streamId) => unwrap('the stream index', () => index().metricsMark(host.projectId(), streamId)),
     send: (report) => unwrap('the stream index', () => index().reportMetrics(host.projectId(), report)),
     log,
