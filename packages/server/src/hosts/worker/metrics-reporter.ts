@@ -187,7 +187,10 @@ export class MetricsReporter {
       const mark = await this.ports.mark(asked);
       subject = this.ports.subject();
       // Destroyed meanwhile: the mark is of a lifetime that is gone; the next interval asks again.
-      if (subject === null || subject.streamId !== asked) return null;
+      if (subject === null || subject.streamId !== asked) {
+        this.poke();
+        return null;
+      }
       if (this.appendedBase?.streamId !== asked) {
         this.appendedBase = this.baseOf(asked, subject.head, mark.appended);
         // What the index holds needs no report.
