@@ -8,6 +8,8 @@
  *   npm run bench:cloudflare                 # full run (about 2 minutes)
  *   npm run bench:cloudflare -- --quick      # smoke run (about 40 seconds)
  *   node bench/cloudflare/run.mjs --help     # every option (expects a built workspace)
+ *   node bench/cloudflare/run.mjs --hosts worker --variant base=/tmp/base/index.js --scenarios appendOne,appendMany
+ *                                            # this Worker bundle against another build's, same rounds
  *
  * Scenarios, each measured on a fresh server of each host:
  * - append, one stream: N closed-loop clients appending single events to one stream;
@@ -15,13 +17,13 @@
  * - copy 1 -> 1: the same one-stream load with a copy subscription to a receiving stream;
  *   copies committed inside the window count, after waiting for the receiver to catch up.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { Miniflare } from 'miniflare';
 import { runLoad } from '../append/loadgen.mjs';
-import { CLI, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { CLI, procCpuMs, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { call, fmtMs, fmtN, machineInfo, median, writeResult } from '../lib/report.mjs';
 
 const usage = `Usage: node bench/cloudflare/run.mjs [options]   (npm run bench:cloudflare -- [options])
@@ -31,6 +33,12 @@ const usage = `Usage: node bench/cloudflare/run.mjs [options]   (npm run bench:c
   --warmup S           warm-up seconds per measurement (default 1)
   --duration S         measured seconds per measurement (default 4)
   --clients N          concurrent clients (default 20)
+  --hosts LIST         hosts to measure, in order, of node,worker and the variants' names
+                       (default node,worker); the first is what the others are compared with
+  --variant NAME=FILE  also measure another Worker bundle (e.g. an older commit's
+                       packages/server/dist/worker/index.js) as host NAME, in the same rounds;
+                       repeatable
+  --scenarios LIST     of appendOne,appendMany,copy (default all)
   --out FILE           JSON result file (default bench/results/cloudflare-<timestamp>.json)
   --no-write           do not write the JSON result file
   -h, --help           this text`;
@@ -42,6 +50,9 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string' },
     duration: { type: 'string' },
     clients: { type: 'string', default: '20' },
+    hosts: { type: 'string', default: 'node,worker' },
+    variant: { type: 'string', multiple: true, default: [] },
+    scenarios: { type: 'string' },
     out: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -95,30 +106,68 @@ async function copiesIn(url, path, from, to) {
   }
 }
 
-/** The two hosts: each answers {url, stop()} on a fresh data folder. */
+/** Pids of this process's descendants (the server, or workerd under Miniflare), from /proc. */
+function descendants() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [];
+  const walk = (pid) => {
+    for (const [child, ppid] of parent) {
+      if (ppid !== pid) continue;
+      out.push(child);
+      walk(child);
+    }
+  };
+  walk(process.pid);
+  return out;
+}
+
+/** CPU milliseconds used so far by the server processes (the descendants of this process). */
+const serverCpuMs = (pids) => pids.reduce((sum, pid) => sum + (procCpuMs(pid) || 0), 0);
+
+/** A Worker bundle run by Miniflare. */
+const workerHost = (bundle) => async (dir) => {
+  const mf = new Miniflare({
+    modules: [{ type: 'ESModule', path: 'worker.js', contents: readFileSync(bundle, 'utf8') }],
+    compatibilityDate: '2026-04-01',
+    host: '127.0.0.1',
+    port: 0,
+    bindings: { RIVULET_OPEN: 'true' },
+    durableObjects: {
+      STREAMS: { className: 'StreamObject', useSQLite: true },
+      STREAM_INDEX: { className: 'IndexObject', useSQLite: true },
+      RPC_HUB: { className: 'HubObject', useSQLite: true },
+    },
+    durableObjectsPersist: dir,
+  });
+  const url = (await mf.ready).origin;
+  return { url, stop: () => mf.dispose() };
+};
+
+/** The hosts: each answers {url, stop()} on a fresh data folder. */
 const HOSTS = {
   node: async (dir) => {
     const server = await startServer([CLI, 'serve', '--port', '0', '--data', dir, '--durability', 'full'], 'node host');
     return { url: server.url, stop: () => stopServer(server) };
   },
-  worker: async (dir) => {
-    const mf = new Miniflare({
-      modules: [{ type: 'ESModule', path: 'worker.js', contents: readFileSync(WORKER_BUNDLE, 'utf8') }],
-      compatibilityDate: '2026-04-01',
-      host: '127.0.0.1',
-      port: 0,
-      bindings: { RIVULET_OPEN: 'true' },
-      durableObjects: {
-        STREAMS: { className: 'StreamObject', useSQLite: true },
-        STREAM_INDEX: { className: 'IndexObject', useSQLite: true },
-        RPC_HUB: { className: 'HubObject', useSQLite: true },
-      },
-      durableObjectsPersist: dir,
-    });
-    const url = (await mf.ready).origin;
-    return { url, stop: () => mf.dispose() };
-  },
+  worker: workerHost(WORKER_BUNDLE),
 };
+for (const spec of flags.variant) {
+  const at = spec.indexOf('=');
+  if (at <= 0) throw new Error(`--variant ${spec}: expected NAME=FILE`);
+  HOSTS[spec.slice(0, at)] = workerHost(spec.slice(at + 1));
+}
+// Variants not named in --hosts come after them; the first host is what the others are compared with.
+const hostNames = [...new Set([...flags.hosts.split(',').filter(Boolean), ...flags.variant.map((v) => v.slice(0, v.indexOf('=')))])];
+for (const host of hostNames) if (!HOSTS[host]) throw new Error(`unknown host ${host}`);
 
 const SCENARIOS = {
   appendOne: {
@@ -144,8 +193,12 @@ async function measure(host, name, round) {
     await call(server.url, 'POST', streamUrl(SOURCE), { type: 'bench/setup' });
     await scenario.setup?.(server.url);
     const started = Date.now();
+    const pids = descendants();
+    const cpuBefore = serverCpuMs(pids);
     const load = await runLoad({ url: server.url, path: scenario.path, clients: cfg.clients, batch: 1, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs });
-    const result = { host, name, round, eventsPerSec: load.eventsPerSec, p50ms: load.p50ms, p99ms: load.p99ms, errors: load.errors, firstError: load.firstError };
+    // Server CPU over the whole load (warm-up included) per request it answered.
+    const cpuUsPerEvent = ((serverCpuMs(pids) - cpuBefore) * 1000) / load.totalRequests;
+    const result = { host, name, round, eventsPerSec: load.eventsPerSec, cpuUsPerEvent, p50ms: load.p50ms, p99ms: load.p99ms, errors: load.errors, firstError: load.firstError };
     if (name === 'copy') {
       const from = started + cfg.warmupMs;
       const t0 = Date.now();
@@ -169,14 +222,16 @@ async function main() {
   };
   console.log(`bench/cloudflare on ${machine.nproc} x ${machine.cpuModel}, node ${machine.node}, miniflare ${machine.miniflare}, ${cfg.clients} clients`);
   const runs = [];
+  const scenarioNames = flags.scenarios ? flags.scenarios.split(',') : Object.keys(SCENARIOS);
+  for (const name of scenarioNames) if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}`);
   for (let round = 0; round < cfg.rounds; round++) {
-    for (const name of Object.keys(SCENARIOS)) {
-      // Alternate which host goes first, so drift on a noisy machine hits both alike.
-      for (const host of round % 2 === 0 ? ['node', 'worker'] : ['worker', 'node']) {
+    for (const name of scenarioNames) {
+      // Alternate which host goes first, so drift on a noisy machine hits all alike.
+      for (const host of round % 2 === 0 ? hostNames : [...hostNames].reverse()) {
         const r = await measure(host, name, round);
         runs.push(r);
         console.log(
-          `  ${name.padEnd(10)} ${host.padEnd(6)} r${round}: ${fmtN(r.eventsPerSec).padStart(7)} ev/s  p50 ${fmtMs(r.p50ms)} p99 ${fmtMs(r.p99ms)} ms` +
+          `  ${name.padEnd(10)} ${host.padEnd(6)} r${round}: ${fmtN(r.eventsPerSec).padStart(7)} ev/s  cpu ${fmtN(r.cpuUsPerEvent)} µs/ev  p50 ${fmtMs(r.p50ms)} p99 ${fmtMs(r.p99ms)} ms` +
             (r.catchUpMs !== undefined ? `  (source ${fmtN(r.appendEventsPerSec)} ev/s, catch-up ${fmtMs(r.catchUpMs)} ms)` : '') +
             (r.errors ? `  ERRORS ${r.errors}: ${r.firstError}` : ''),
         );
@@ -184,23 +239,34 @@ async function main() {
     }
   }
   const summary = {};
-  for (const name of Object.keys(SCENARIOS)) {
+  const first = hostNames[0];
+  for (const name of scenarioNames) {
     const of = (host, key) => median(runs.filter((r) => r.name === name && r.host === host).map((r) => r[key]));
-    const node = of('node', 'eventsPerSec');
-    const worker = of('worker', 'eventsPerSec');
-    summary[name] = {
-      title: SCENARIOS[name].title,
-      nodeEventsPerSec: node,
-      workerEventsPerSec: worker,
-      ratio: worker / node,
-      nodeP99ms: of('node', 'p99ms'),
-      workerP99ms: of('worker', 'p99ms'),
-    };
+    // Per round, each host against the first one measured in that round (the same machine state).
+    const paired = (host, key) =>
+      median(
+        [...Array(cfg.rounds).keys()].map((round) => {
+          const at = (h) => runs.find((r) => r.name === name && r.host === h && r.round === round)?.[key];
+          return at(host) / at(first);
+        }),
+      );
+    summary[name] = { title: SCENARIOS[name].title, hosts: {} };
+    for (const host of hostNames) {
+      summary[name].hosts[host] = {
+        eventsPerSec: of(host, 'eventsPerSec'),
+        cpuUsPerEvent: of(host, 'cpuUsPerEvent'),
+        p99ms: of(host, 'p99ms'),
+        ratio: paired(host, 'eventsPerSec'),
+        cpuRatio: paired(host, 'cpuUsPerEvent'),
+      };
+    }
   }
-  console.log('\n| scenario | Node host ev/s | Worker host (Miniflare) ev/s | Worker / Node | p99 ms Node / Worker |');
-  console.log('|---|---:|---:|---:|---:|');
+  console.log(`\n| scenario | host | ev/s (median) | server CPU µs/event | ev/s / ${first} (paired median) | CPU / ${first} | p99 ms |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|');
   for (const s of Object.values(summary)) {
-    console.log(`| ${s.title} | ${fmtN(s.nodeEventsPerSec)} | ${fmtN(s.workerEventsPerSec)} | ${s.ratio.toFixed(2)} | ${fmtMs(s.nodeP99ms)} / ${fmtMs(s.workerP99ms)} |`);
+    for (const [host, h] of Object.entries(s.hosts)) {
+      console.log(`| ${s.title} | ${host} | ${fmtN(h.eventsPerSec)} | ${fmtN(h.cpuUsPerEvent)} | ${h.ratio.toFixed(3)} | ${h.cpuRatio.toFixed(3)} | ${fmtMs(h.p99ms)} |`);
+    }
   }
   if (!flags['no-write']) {
     writeResult('cloudflare', startedAt, { machine, config: cfg, summary, runs }, flags.out);
