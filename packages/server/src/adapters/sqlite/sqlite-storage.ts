@@ -28,10 +28,11 @@
  * little left to write (stalls ~5 ms, bench/README). Durability is unchanged: this only writes out
  * earlier what SQLite syncs anyway; a failed background sync is ignored, SQLite's own syncs report.
  */
-import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { WalFile } from './wal-file.js';
 
 export type Durability = 'full' | 'relaxed';
 
@@ -77,7 +78,6 @@ function deferred(): Deferred {
 
 export class SqliteStorage implements SqlStorage {
   readonly db: Database.Database;
-  private readonly filename: string;
   private readonly statements = new Map<string, Database.Statement>();
   /** Statements answering rows as arrays (better-sqlite3's raw mode), for execRows. */
   private readonly rowStatements = new Map<string, Database.Statement>();
@@ -91,11 +91,11 @@ export class SqliteStorage implements SqlStorage {
   private groupSize = 0;
   private readonly onCommit: CommitObserver | undefined;
   private readonly syncWal: boolean;
-  private walFd: number | null = null;
+  private readonly wal: WalFile;
   /** WAL syncs done (observable by tests and diagnostics). */
   walSyncs = 0;
   private readonly backgroundSyncMs: number;
-  /** A background sync is running on the thread pool (the WAL descriptor must stay open). */
+  /** A background sync is running on the thread pool. */
   private backgroundSyncing = false;
   private lastBackgroundSync = -Infinity;
   /** Background syncs started (observable by tests and diagnostics). */
@@ -108,12 +108,12 @@ export class SqliteStorage implements SqlStorage {
 
   constructor(filename: string, options: SqliteStorageOptions = {}) {
     this.db = new Database(filename);
-    this.filename = filename;
     this.groupCommit = options.groupCommit ?? true;
     const wal = filename !== ':memory:';
     this.syncWal = wal && options.durability !== 'relaxed';
     this.backgroundSyncMs = wal ? (options.backgroundSyncMs ?? 10) : 0;
     this.onCommit = options.onCommit;
+    this.wal = new WalFile(`${filename}-wal`);
     try {
       if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
       if (wal) this.db.pragma('journal_mode = WAL');
@@ -327,9 +327,7 @@ export class SqliteStorage implements SqlStorage {
 
   /** fdatasync of the WAL file: the committed frames are on disk (synchronous=FULL's commit sync). Answers whether it ran. */
   private syncWalFile(): boolean {
-    const fd = this.walDescriptor();
-    if (fd === null) return false;
-    fdatasyncSync(fd);
+    if (!this.wal.syncNow()) return false;
     this.walSyncs++;
     return true;
   }
@@ -339,31 +337,13 @@ export class SqliteStorage implements SqlStorage {
     if (this.backgroundSyncing) return;
     const now = performance.now();
     if (now - this.lastBackgroundSync < this.backgroundSyncMs) return;
-    const fd = this.walDescriptor();
-    if (fd === null) return;
+    const started = this.wal.sync(() => {
+      this.backgroundSyncing = false;
+    });
+    if (!started) return;
     this.lastBackgroundSync = now;
     this.backgroundSyncing = true;
     this.backgroundSyncs++;
-    fdatasync(fd, () => {
-      this.backgroundSyncing = false;
-      // close() left the descriptor open for this sync.
-      if (this.closed) this.closeWalDescriptor();
-    });
-  }
-
-  /** A descriptor of the WAL file, opened once; null while there is no WAL file. */
-  private walDescriptor(): number | null {
-    if (this.walFd === null) {
-      const wal = `${this.filename}-wal`;
-      if (!existsSync(wal)) return null;
-      this.walFd = openSync(wal, 'r');
-    }
-    return this.walFd;
-  }
-
-  private closeWalDescriptor(): void {
-    if (this.walFd !== null) closeSync(this.walFd);
-    this.walFd = null;
   }
 
   flush(): Promise<void> {
@@ -374,8 +354,8 @@ export class SqliteStorage implements SqlStorage {
     if (this.closed) return;
     this.commitGroup();
     this.closed = true;
-    // A background sync still uses the descriptor; its callback closes it.
-    if (!this.backgroundSyncing) this.closeWalDescriptor();
+    // A background sync may still use the descriptor; it is closed when that sync ends.
+    this.wal.close();
     this.db.close();
   }
 }
