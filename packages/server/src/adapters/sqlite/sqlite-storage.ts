@@ -32,6 +32,7 @@ import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { deferred, type Deferred } from './deferred.js';
 import { WalFile } from './wal-file.js';
 
 export type Durability = 'full' | 'relaxed';
@@ -58,24 +59,6 @@ export interface SqliteStorageOptions {
   onCommit?: CommitObserver;
 }
 
-interface Deferred {
-  promise: Promise<void>;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // A group nobody awaits must not surface as an unhandled rejection; awaiters still see it.
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
-
 export class SqliteStorage implements SqlStorage {
   readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
@@ -95,11 +78,6 @@ export class SqliteStorage implements SqlStorage {
   /** WAL syncs done (observable by tests and diagnostics). */
   walSyncs = 0;
   private readonly backgroundSyncMs: number;
-  /** A background sync is running on the thread pool. */
-  private backgroundSyncing = false;
-  private lastBackgroundSync = -Infinity;
-  /** Background syncs started (observable by tests and diagnostics). */
-  backgroundSyncs = 0;
   private closed = false;
   /** A backup's first step is due (see backup()): groups commit at the end of their task. */
   private backupStarting = false;
@@ -301,7 +279,7 @@ export class SqliteStorage implements SqlStorage {
       if (durable && this.syncWal) {
         const syncStarted = this.onCommit ? performance.now() : 0;
         if (this.syncWalFile() && this.onCommit) syncSeconds = (performance.now() - syncStarted) / 1000;
-      } else if (this.backgroundSyncMs > 0) this.backgroundSync();
+      } else if (this.backgroundSyncMs > 0) this.wal.syncInBackground(performance.now(), this.backgroundSyncMs);
       if (this.onCommit) this.report(transactions, (performance.now() - started) / 1000, syncSeconds);
       group.resolve();
       return undefined;
@@ -332,18 +310,9 @@ export class SqliteStorage implements SqlStorage {
     return true;
   }
 
-  /** Starts an fdatasync of the WAL on the thread pool unless one runs or one started lately. */
-  private backgroundSync(): void {
-    if (this.backgroundSyncing) return;
-    const now = performance.now();
-    if (now - this.lastBackgroundSync < this.backgroundSyncMs) return;
-    const started = this.wal.sync(() => {
-      this.backgroundSyncing = false;
-    });
-    if (!started) return;
-    this.lastBackgroundSync = now;
-    this.backgroundSyncing = true;
-    this.backgroundSyncs++;
+  /** Background syncs started (observable by tests and diagnostics). */
+  get backgroundSyncs(): number {
+    return this.wal.backgroundSyncs;
   }
 
   flush(): Promise<void> {

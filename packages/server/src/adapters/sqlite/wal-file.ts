@@ -21,6 +21,10 @@ export class WalFile {
   /** Syncs started on the thread pool and not ended yet: the descriptor must stay open. */
   private running = 0;
   private closing = false;
+  private backgroundRunning = false;
+  private lastBackground = -Infinity;
+  /** Background syncs started (observable by tests and diagnostics). */
+  backgroundSyncs = 0;
   private readonly syncAsync: NonNullable<WalSyncFunctions['fdatasync']>;
   private readonly syncSync: NonNullable<WalSyncFunctions['fdatasyncSync']>;
   private readonly closeFd: NonNullable<WalSyncFunctions['close']>;
@@ -63,6 +67,21 @@ export class WalFile {
       done(error ?? null);
     });
     return true;
+  }
+
+  /**
+   * Starts a background sync (the sqlite-storage.ts header says why; its outcome is ignored)
+   * unless one runs or one started less than `minMs` before `now` (ms).
+   */
+  syncInBackground(now: number, minMs: number): void {
+    if (this.backgroundRunning || now - this.lastBackground < minMs) return;
+    const started = this.sync(() => {
+      this.backgroundRunning = false;
+    });
+    if (!started) return;
+    this.lastBackground = now;
+    this.backgroundRunning = true;
+    this.backgroundSyncs++;
   }
 
   /** An fdatasync of the WAL on the event loop; answers false when there is no WAL file. Throws on failure. */
