@@ -9,10 +9,14 @@
  *   propagates; nested calls are savepoints of the outer one.
  * - A committed transaction is visible to every later `exec` at once; it is durable (per the
  *   adapter's durability promise) once the promise of a later `flush()` resolves. Adapters may
- *   commit several transactions together (group commit); callers must therefore answer a client
- *   only after `flush()`.
+ *   commit several transactions together (group commit), and may make a commit durable later than
+ *   it becomes visible (the SQLite adapter syncs off the event loop, decision 010): `flush()`
+ *   resolves only when everything written before it is durable, and flushes resolve in the order
+ *   they were asked. Callers must therefore answer a client, and show a write to anyone, only after
+ *   `flush()`; a raw `exec` may see rows that are not durable yet.
  * - If a group fails to commit, `flush()` rejects and `epoch` increases: every cache derived
- *   from storage must be dropped and reloaded.
+ *   from storage must be dropped and reloaded. If a group committed but could not be made durable
+ *   (a failed fsync), the adapter may instead refuse every later call (decision 010).
  * - `{durable: false}` marks writes that may be lost on a power loss (they still survive a process
  *   crash): delivery progress, which a restart may redo. A commit holding only such writes need not
  *   wait for the disk; one holding any durable write makes all of them durable.
@@ -34,15 +38,19 @@ export interface TransactionOptions {
 }
 
 /**
- * What one commit of an adapter that groups transactions took (metrics, protocol §15.2): told after
- * every commit that reached the database, outside the commit's timing.
+ * What one commit of an adapter that groups transactions took (metrics, protocol §15.2): told once
+ * per group that committed, when it is durable (or, for a group that waits for no sync, after its
+ * commit), outside the commit's timing.
  */
 export interface CommitReport {
   /** Transactions that joined the group (failed ones included: they shared its commit). */
   readonly transactions: number;
-  /** The commit, its sync of the log included. */
+  /** From the start of its commit until it was durable: the wait for a sync already running and its own sync included. */
   readonly seconds: number;
-  /** The sync of the log alone, or null when this commit did not wait for one. */
+  /**
+   * The sync of the log that made it durable, or null when it waited for none. One sync may cover
+   * several groups: only the report of the first of them carries it, so each sync is told once.
+   */
   readonly syncSeconds: number | null;
 }
 

@@ -3,17 +3,17 @@
  *
  * Every `transaction()` in one event-loop turn joins one SQLite transaction (each after the first
  * inside its own savepoint, so a failing one rolls back alone); the group commits in a
- * `setImmediate` callback, which is where the one fsync of the group happens. Callers answer only
- * after `flush()`, so an acknowledged write is durable and concurrent writers to many streams share
- * one fsync (decision 001: one fsync per request would cap durable appends far below what the group
- * reaches).
+ * `setImmediate` callback. Callers answer only after `flush()`, so an acknowledged write is durable
+ * and concurrent writers to many streams share one fsync (decision 001).
  *
- * Durability: `full` survives power loss: a group holding any durable write is on disk before
- * `flush()` resolves; `relaxed` survives a process crash and may lose the last commits on power
- * loss. The connection runs WAL with synchronous=NORMAL in both modes; in `full` mode a durable
- * group is followed by an fdatasync of the WAL, which is what synchronous=FULL does at every
- * commit, while groups holding only `{durable: false}` writes (delivery progress) skip it. SQLite
- * cannot change its safety level inside a transaction, hence the explicit sync.
+ * Durability: `full` survives power loss: a group holding any durable write is on disk before its
+ * promise resolves; `relaxed` survives a process crash and may lose the last commits on power loss.
+ * The connection runs WAL with synchronous=NORMAL in both modes; in `full` mode a durable group is
+ * made durable by an fdatasync of the WAL (what synchronous=FULL does at every commit, which SQLite
+ * cannot switch inside a transaction) run on libuv's thread pool by durable-sync.ts, one at a
+ * time, each covering every group committed before it started (decision 010). A failed sync stops
+ * the storage for good: every later call throws `failure`. Groups of only `{durable: false}`
+ * writes (delivery progress) need no sync.
  *
  * The first transaction of a group runs without a savepoint: the SQLite transaction holds nothing
  * else yet, so rolling all of it back undoes exactly that transaction, and the next one of the turn
@@ -30,10 +30,12 @@
  */
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { RivuletError } from '@rivulet/contract';
 import Database from 'better-sqlite3';
 import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { DurableSync, type PendingGroup } from './durable-sync.js';
 import { deferred, type Deferred } from './deferred.js';
-import { WalFile } from './wal-file.js';
+import { WalFile, type WalSyncFunctions } from './wal-file.js';
 
 export type Durability = 'full' | 'relaxed';
 
@@ -57,6 +59,17 @@ export interface SqliteStorageOptions {
   backgroundSyncMs?: number;
   /** Told the size and duration of every commit (ports/storage.ts); a throw is ignored. */
   onCommit?: CommitObserver;
+  /** How the WAL is synced (default node:fs); tests inject slow and failing syncs. */
+  walSync?: WalSyncFunctions;
+  /** Milliseconds, monotonic, for the commit reports (default performance.now). */
+  now?: () => number;
+}
+
+/** A committed group on its way to durable (durable-sync.ts), with what its report needs. */
+interface CommittedGroup extends PendingGroup {
+  readonly transactions: number;
+  /** When its COMMIT began (ms). */
+  readonly started: number;
 }
 
 export class SqliteStorage implements SqlStorage {
@@ -75,6 +88,12 @@ export class SqliteStorage implements SqlStorage {
   private readonly onCommit: CommitObserver | undefined;
   private readonly syncWal: boolean;
   private readonly wal: WalFile;
+  private readonly durableSync: DurableSync<CommittedGroup>;
+  /** The promise of the last group that committed: it settles after every earlier one. */
+  private lastCommitted: Promise<void> | null = null;
+  /** Set for good by a failed sync of the WAL: every later call is refused with it. */
+  private failureError: RivuletError | null = null;
+  private readonly now: () => number;
   /** WAL syncs done (observable by tests and diagnostics). */
   walSyncs = 0;
   private readonly backgroundSyncMs: number;
@@ -91,7 +110,21 @@ export class SqliteStorage implements SqlStorage {
     this.syncWal = wal && options.durability !== 'relaxed';
     this.backgroundSyncMs = wal ? (options.backgroundSyncMs ?? 10) : 0;
     this.onCommit = options.onCommit;
-    this.wal = new WalFile(`${filename}-wal`);
+    this.wal = new WalFile(`${filename}-wal`, options.walSync);
+    this.now = options.now ?? (() => performance.now());
+    this.durableSync = new DurableSync<CommittedGroup>({
+      start: (done) => this.wal.sync(done),
+      syncNow: () => void this.wal.syncNow(),
+      now: this.now,
+      synced: (groups, seconds) => {
+        this.walSyncs++;
+        if (!this.onCommit) return;
+        const at = this.now();
+        // One report per group, when it became durable; the sync's own time once, on the first.
+        groups.forEach((g, i) => this.report(g.transactions, (at - g.started) / 1000, i === 0 ? seconds : null));
+      },
+      failed: (error) => this.failed(error),
+    });
     try {
       if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
       if (wal) this.db.pragma('journal_mode = WAL');
@@ -118,6 +151,7 @@ export class SqliteStorage implements SqlStorage {
   }
 
   exec<R extends object>(sql: string, ...params: SqlValue[]): R[] {
+    if (this.failureError) throw this.failureError;
     const stmt = this.statement(sql);
     if (stmt.reader) return stmt.all(...params) as R[];
     if (this.unguardedWrites >= 0) this.guardWrite();
@@ -127,6 +161,7 @@ export class SqliteStorage implements SqlStorage {
   }
 
   execRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+    if (this.failureError) throw this.failureError;
     let stmt = this.rowStatements.get(sql);
     if (!stmt) {
       stmt = this.db.prepare(sql);
@@ -138,6 +173,7 @@ export class SqliteStorage implements SqlStorage {
   }
 
   run(sql: string, ...params: SqlValue[]): number {
+    if (this.failureError) throw this.failureError;
     if (this.unguardedWrites >= 0) this.guardWrite();
     const changes = this.statement(sql).run(...params).changes;
     if (this.unguardedWrites >= 0) this.unguardedWrites++;
@@ -146,6 +182,7 @@ export class SqliteStorage implements SqlStorage {
 
   transaction<T>(fn: () => T, options?: TransactionOptions): T {
     if (this.closed) throw new Error('storage is closed');
+    if (this.failureError) throw this.failureError;
     if (this.depth === 0) {
       if (!this.group) this.openGroup();
       this.groupSize++;
@@ -234,6 +271,7 @@ export class SqliteStorage implements SqlStorage {
    */
   async backup(file: string, pagesPerStep: number): Promise<number> {
     if (this.closed) throw new Error('storage is closed');
+    if (this.failureError) throw this.failureError;
     if (this.backupRunning) throw new Error('storage: a backup is already running');
     this.backupRunning = true;
     this.backupStarting = true;
@@ -258,31 +296,24 @@ export class SqliteStorage implements SqlStorage {
     }
   }
 
-  /** Commits the open group; answers the error when the commit failed (the group is then rolled back). */
+  /**
+   * Commits the open group and hands it to the durable sync (durable-sync.ts), which settles its
+   * promise; answers the error when the commit failed (the group is then rolled back).
+   */
   private commitGroup(): unknown {
     const group = this.group;
     if (!group) return undefined;
     this.group = null;
-    const durable = this.groupDurable;
+    const durable = this.groupDurable && this.syncWal;
     this.groupDurable = false;
     const transactions = this.groupSize;
     this.groupSize = 0;
+    // The group's only transaction may have failed and rolled back: nothing to commit then, but
+    // its flush still waits for the groups before it.
+    if (!this.db.inTransaction) return this.committed(group, false, transactions, 0);
+    const started = this.onCommit || durable ? this.now() : 0;
     try {
-      // The group's only transaction may have failed and rolled back: nothing to commit then.
-      if (!this.db.inTransaction) {
-        group.resolve();
-        return undefined;
-      }
-      const started = this.onCommit ? performance.now() : 0;
       this.statement('COMMIT').run();
-      let syncSeconds: number | null = null;
-      if (durable && this.syncWal) {
-        const syncStarted = this.onCommit ? performance.now() : 0;
-        if (this.syncWalFile() && this.onCommit) syncSeconds = (performance.now() - syncStarted) / 1000;
-      } else if (this.backgroundSyncMs > 0) this.wal.syncInBackground(performance.now(), this.backgroundSyncMs);
-      if (this.onCommit) this.report(transactions, (performance.now() - started) / 1000, syncSeconds);
-      group.resolve();
-      return undefined;
     } catch (error) {
       try {
         if (this.db.inTransaction) this.statement('ROLLBACK').run();
@@ -293,6 +324,41 @@ export class SqliteStorage implements SqlStorage {
       group.reject(error);
       return error;
     }
+    if (!durable) {
+      if (this.backgroundSyncMs > 0 && !this.durableSync.pending) this.wal.syncInBackground(this.now(), this.backgroundSyncMs);
+      if (this.onCommit) this.report(transactions, (this.now() - started) / 1000, null);
+    }
+    return this.committed(group, durable, transactions, started);
+  }
+
+  /** Hands a committed group to the durable sync; without group commit, syncs it at once. */
+  private committed(group: Deferred, durable: boolean, transactions: number, started: number): unknown {
+    this.lastCommitted = group.promise;
+    this.durableSync.committed({ durable, transactions, started, resolve: group.resolve, reject: group.reject });
+    if (this.groupCommit) return undefined;
+    // Without group commit the caller learns of a failed sync from transaction() itself.
+    this.durableSync.drainNow();
+    return this.failureError ?? undefined;
+  }
+
+  /** The first failed sync of the WAL (durable-sync.ts): the storage refuses all work from now on. */
+  private failed(error: Error): RivuletError {
+    const detail = (error as NodeJS.ErrnoException).code ?? error.message;
+    const message = `storage failed: the write-ahead log could not be synced to disk (${detail}); nothing more is read or written until the server restarts`;
+    this.failureError = new RivuletError('UNAVAILABLE', message, undefined, { cause: error });
+    // A group of this turn has not committed yet: it never will.
+    try {
+      if (this.group && this.db.inTransaction) this.statement('ROLLBACK').run();
+    } catch {
+      // Nothing more can be undone; the storage is refused from now on anyway.
+    }
+    this.failGroup(this.failureError);
+    return this.failureError;
+  }
+
+  /** The failed sync of the WAL that stopped this storage (decision 010); null while it works. */
+  get failure(): RivuletError | null {
+    return this.failureError;
   }
 
   private report(transactions: number, seconds: number, syncSeconds: number | null): void {
@@ -303,25 +369,23 @@ export class SqliteStorage implements SqlStorage {
     }
   }
 
-  /** fdatasync of the WAL file: the committed frames are on disk (synchronous=FULL's commit sync). Answers whether it ran. */
-  private syncWalFile(): boolean {
-    if (!this.wal.syncNow()) return false;
-    this.walSyncs++;
-    return true;
-  }
-
   /** Background syncs started (observable by tests and diagnostics). */
   get backgroundSyncs(): number {
     return this.wal.backgroundSyncs;
   }
 
+  /** Settles once everything written so far is durable: the open group, and every committed one still waiting for its sync. */
   flush(): Promise<void> {
-    return this.group ? this.group.promise : Promise.resolve();
+    if (this.failureError) return Promise.reject(this.failureError);
+    if (this.group) return this.group.promise;
+    return this.durableSync.pending && this.lastCommitted ? this.lastCommitted : Promise.resolve();
   }
 
+  /** Commits the open group and syncs every committed one on this thread, so all their promises settle; then closes. */
   close(): void {
     if (this.closed) return;
     this.commitGroup();
+    this.durableSync.drainNow();
     this.closed = true;
     // A background sync may still use the descriptor; it is closed when that sync ends.
     this.wal.close();

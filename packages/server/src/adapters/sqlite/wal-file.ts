@@ -38,11 +38,6 @@ export class WalFile {
     this.closeFd = fns.close ?? closeSync;
   }
 
-  /** A sync runs on the thread pool. */
-  get syncing(): boolean {
-    return this.running > 0;
-  }
-
   /** The descriptor, opened once; null while there is no WAL file, or once closing. */
   private descriptor(): number | null {
     if (this.closing) return null;

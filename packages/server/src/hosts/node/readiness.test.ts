@@ -25,6 +25,12 @@ describe('nodeReadiness (protocol §15.1)', () => {
     ).toEqual({ ready: false, reason: 'cannot read the free space of /data: ENOENT: no such file or directory' });
   });
 
+  it('is not ready once the storage has failed, and says why', () => {
+    const reason = 'storage failed: the write-ahead log could not be synced to disk (EIO); nothing more is read or written until the server restarts';
+    expect(nodeReadiness({ ...base, storageFailure: () => reason, freeBytes: () => MIN_FREE_BYTES })()).toEqual({ ready: false, reason });
+    expect(nodeReadiness({ ...base, storageFailure: () => null, freeBytes: () => MIN_FREE_BYTES })()).toEqual({ ready: true });
+  });
+
   it('reads the real free space of a folder by default', () => {
     expect(nodeReadiness({ ...base, dataDir: process.cwd() })()).toEqual({ ready: true });
   });

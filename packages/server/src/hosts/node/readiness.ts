@@ -1,6 +1,7 @@
 /**
  * Whether the Node host can take writes (protocol §15.1 `/readyz`): it has started and is not
- * shutting down, its database is open, and the disk under its data folder has room. A load
+ * shutting down, its database is open and has not failed (a failed WAL sync stops it for good,
+ * decision 010), and the disk under its data folder has room. A load
  * balancer or orchestrator takes a server out of rotation on 503 and puts it back on 200; the
  * reason says which check failed.
  */
@@ -17,6 +18,8 @@ export interface ReadinessDeps {
   running(): boolean;
   /** The database is open. */
   storageOpen(): boolean;
+  /** Why the storage refuses all work (a failed sync of its log), or null while it works. */
+  storageFailure?(): string | null;
   /** Free bytes available to this process under `dir` (default: statfs). */
   freeBytes?(dir: string): number;
 }
@@ -31,6 +34,8 @@ export function nodeReadiness(deps: ReadinessDeps): () => Readiness {
   return () => {
     if (!deps.running()) return { ready: false, reason: 'starting or shutting down' };
     if (!deps.storageOpen()) return { ready: false, reason: 'the database is not open' };
+    const failure = deps.storageFailure?.() ?? null;
+    if (failure !== null) return { ready: false, reason: failure };
     let bytes: number;
     try {
       bytes = free(deps.dataDir);

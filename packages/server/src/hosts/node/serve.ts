@@ -262,7 +262,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     version: VERSION,
     logger,
     ready: () => ready,
-    readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
+    readiness: nodeReadiness({ dataDir, running: () => ready, storageOpen: () => storageOpen, storageFailure: () => storage.failure?.message ?? null, ...(options.freeBytes ? { freeBytes: options.freeBytes } : {}) }),
     stopping: stopping.signal,
     durableStreams: durable,
     assets: nodeAssets(options.uiDir ?? defaultUiDir()),
