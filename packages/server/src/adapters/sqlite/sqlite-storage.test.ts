@@ -230,6 +230,26 @@ describe('SqliteStorage: the durable sync off the event loop', () => {
     });
   });
 
+  it('a backup is answered only once every group it copied is durable', async () => {
+    const h = open();
+    h.write('a');
+    await turn();
+    expect(h.held).toHaveLength(1);
+    let answered = false;
+    const copy = h.s.backup(join(dir, 'copy.sqlite'), 1000).then((pages) => {
+      answered = true;
+      return pages;
+    });
+    // The copy of a few pages is made in a turn or two; its answer waits for the held sync.
+    for (let i = 0; i < 20; i++) await turn();
+    expect(answered).toBe(false);
+    h.release();
+    expect(await copy).toBeGreaterThan(0);
+    const restored = new SqliteStorage(join(dir, 'copy.sqlite'));
+    opened.push(restored);
+    expect(restored.exec<{ v: string }>(`SELECT v FROM t`)).toEqual([{ v: 'a' }]);
+  });
+
   describe('close()', () => {
     it('with a sync in flight and groups waiting: syncs once on the spot, settles every promise, closes the descriptor once', async () => {
       const h = open();

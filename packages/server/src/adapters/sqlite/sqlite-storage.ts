@@ -267,7 +267,8 @@ export class SqliteStorage implements SqlStorage {
    *
    * SQLite syncs the copy at every step (its rollback journal), on the event loop. A copy started
    * in WAL mode skips those syncs but makes them all at once when it closes: a longer stall in
-   * bench/backup (docs/operations.md "Backups and restore").
+   * bench/backup (docs/operations.md "Backups and restore"). The copy is answered only once
+   * everything it holds is durable here (decision 010).
    */
   async backup(file: string, pagesPerStep: number): Promise<number> {
     if (this.closed) throw new Error('storage is closed');
@@ -289,6 +290,8 @@ export class SqliteStorage implements SqlStorage {
       });
       pages = Math.max(pages, result.totalPages);
       if (pages === 0 || !existsSync(file)) throw new Error('the backup copied nothing');
+      // The copy may hold groups whose sync is still running: it is answered once they are durable.
+      await this.flush();
       return pages;
     } finally {
       this.backupStarting = false;
