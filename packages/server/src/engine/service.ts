@@ -140,7 +140,7 @@ export class LocalStreamService implements StreamService {
 
   async state(projectId: string | null, path: string): Promise<StreamStateResponse> {
     const actor = this.actor(projectId, path);
-    return { core: actor.coreState, runtime: actor.runtimeState({ connections: this.connections.runtime(actor) }) };
+    return { core: actor.durableState, runtime: actor.runtimeState({ connections: this.connections.runtime(actor) }) };
   }
 
   async destroy(projectId: string | null, path: string): Promise<boolean> {
