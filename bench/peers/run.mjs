@@ -26,7 +26,7 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --read-events N      events in the catch-up read stream (default 200000; the issue's is 1000000)
   --only LIST          groups to run: appends,appends200,copy,reads (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
-                       appends with keys run beside this build's in the same rounds, as a ratio
+                       appends with keys, copy drain and catch-up read run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
   --no-write           do not write the JSON result file
@@ -116,8 +116,8 @@ const redisAppends = (clients) => (label) =>
   withServer('redis', label, async (redis) => redisXadd(redis, { clients, requests: cfg.redisRequests * (clients > 50 ? 2 : 1), body: BODY, timeoutMs: cfg.timeoutMs }));
 
 /** Rivulet's copy drain: a backlog of events, then a copy subscription from the beginning. */
-const rivuletCopy = (label) =>
-  withServer('rivulet', label, async (server) => {
+const rivuletCopy = (kind) => (label) =>
+  withServer(kind, label, async (server) => {
     await preloadRivulet(server.url, '/bench/src', cfg.copyEvents);
     const cpu0 = procCpuMs(server.child.pid);
     const t0 = performance.now();
@@ -147,8 +147,8 @@ const natsCopy = (label) =>
   withServer('nats', label, (nats) => natsSourcingDrain(nats, { count: cfg.copyEvents + 1, body: BODY, timeoutMs: cfg.timeoutMs }));
 
 /** Rivulet's catch-up read: one reader through the whole stream in pages of 500. */
-const rivuletRead = (label) =>
-  withServer('rivulet', label, async (server) => {
+const rivuletRead = (kind) => (label) =>
+  withServer(kind, label, async (server) => {
     await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
     const cpu0 = procCpuMs(server.child.pid);
     const r = await catchUpRead({ url: server.url, path: '/v1/streams/bench/read', firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page });
@@ -193,12 +193,14 @@ const GROUPS = {
     ['redis-xadd-200', redisAppends(200), redisOff],
   ],
   copy: [
-    ['rivulet-copy', rivuletCopy, null],
+    ['rivulet-copy', rivuletCopy('rivulet'), null],
     ['nats-sourcing', natsCopy, natsOff],
+    ...(flags['ab-cli'] ? [['rivulet-ab-copy', rivuletCopy('rivulet-ab'), null]] : []),
   ],
   reads: [
-    ['rivulet-read', rivuletRead, null],
+    ['rivulet-read', rivuletRead('rivulet'), null],
     ['redis-xrange', redisRead, redisOff],
+    ...(flags['ab-cli'] ? [['rivulet-ab-read', rivuletRead('rivulet-ab'), null]] : []),
   ],
 };
 
@@ -266,6 +268,12 @@ async function main() {
     ['200 clients: p99 < 25 ms', `${fmtMs(s('rivulet-keys-200', 'p99ms'))} ms, ${fmtX(ratio(s('rivulet-keys-200', 'perSec'), s('redis-xadd-200', 'perSec')))} Redis`, verdict(s('rivulet-keys-200', 'p99ms'), '<', 25)],
     ['copy backlog drain >= 0.5x NATS JetStream sourcing', fmtX(ratio(s('rivulet-copy', 'perSec'), s('nats-sourcing', 'perSec'))), verdict(ratio(s('rivulet-copy', 'perSec'), s('nats-sourcing', 'perSec')), '>=', 0.5)],
     ['catch-up reads, pages of 500 >= 1.0x Redis XRANGE', fmtX(ratio(s('rivulet-read', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'))), verdict(ratio(s('rivulet-read', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec')), '>=', 1)],
+    ...(flags['ab-cli']
+      ? [
+          ['  ... this build ÷ --ab-cli build: copies/s, CPU per copy', `${fmtX(ratio(s('rivulet-copy', 'perSec'), s('rivulet-ab-copy', 'perSec')))}, ${fmtX(ratio(s('rivulet-copy', 'cpuUsPerCopy'), s('rivulet-ab-copy', 'cpuUsPerCopy')))}`, 'INFO'],
+          ['  ... this build ÷ --ab-cli build: events read/s, CPU per event', `${fmtX(ratio(s('rivulet-read', 'eventsPerSec'), s('rivulet-ab-read', 'eventsPerSec')))}, ${fmtX(ratio(s('rivulet-read', 'cpuUsPerEvent'), s('rivulet-ab-read', 'cpuUsPerEvent')))}`, 'INFO'],
+        ]
+      : []),
   ];
   console.log('');
   for (const [target, value, v] of targets) console.log(`${v.padEnd(4)}  ${target}: ${value}`);
