@@ -89,6 +89,31 @@ export function defineSqlChecks(t: ConformanceApi, current: () => SqlStorage): v
       expect(s.execRows(sql, 3)).toEqual([[3, 'c', 6]]);
     });
 
+    it('group_concat over an ordered, limited subquery joins its rows in that order (StreamStore.readRangeJoined)', () => {
+      // As the events table: a rowid table with a unique (group, offset) index, rows of several
+      // groups interleaved and each group's offsets inserted out of order, so that neither rowid
+      // nor insertion order is offset order.
+      s.run(`CREATE TABLE e (g INTEGER NOT NULL, o INTEGER NOT NULL, k INTEGER NOT NULL, x TEXT NOT NULL)`);
+      s.run(`CREATE UNIQUE INDEX e_by_o ON e (g, o)`);
+      for (let i = 0; i < 300; i++) {
+        const o = ((i * 7919) % 300) + 1;
+        for (const g of [1, 2]) s.run(`INSERT INTO e (g, o, k, x) VALUES (?, ?, ?, ?)`, g, o, o % 3, `{"o":${o},"g":${g},"t":"ü✓${'x'.repeat(o % 7)}"}`);
+      }
+      const inner = (extra: string) => `SELECT o, x FROM e WHERE g = ? AND o > ? AND o < ?${extra} ORDER BY o LIMIT ?`;
+      for (const [extra, args] of [
+        ['', [2, 10, 1000, 120]],
+        [' AND k = 0', [1, 0, 1000, 50]],
+        [' AND k <> 1', [2, 250, 290, 500]],
+        ['', [1, 300, 1000, 10]],
+      ] as const) {
+        const rows = s.execRows(inner(extra), ...args);
+        const [joined] = s.execRows(`SELECT count(*), min(o), max(o), group_concat(x, ',') FROM (${inner(extra)})`, ...args);
+        const offsets = rows.map((r) => r[0] as number);
+        expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+        expect(joined).toEqual([rows.length, offsets[0] ?? null, offsets.at(-1) ?? null, rows.length === 0 ? null : rows.map((r) => r[1]).join(',')]);
+      }
+    });
+
     it('execRows round-trips every value type: integers, floats, text, blobs as Uint8Array, null', () => {
       s.run(`CREATE TABLE w (i INTEGER, r REAL, x TEXT, b BLOB, z)`);
       const blob = new Uint8Array([0, 1, 254, 255]);

@@ -19,7 +19,7 @@ import type { Timer } from '../ports/timer.js';
 import { expressionBudget, type ExpressionBudget } from '../core/expression-budget.js';
 import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
-import type { RangeQuery, RawEvent, StreamStore } from './stream-store.js';
+import type { JoinedRange, RangeQuery, RawEvent, StreamStore } from './stream-store.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
 import { isoAt, writeDecision, type Loaded } from './actor-commit.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
@@ -47,11 +47,15 @@ export interface CopyReceipt {
   dropped: number;
 }
 
+const NO_EVENTS: JoinedRange = Object.freeze({ count: 0, first: 0, last: 0, json: '' });
+
 export interface ReadRawResult {
   streamId: string | null;
   streamMaxOffset: number;
-  /** Committed events as stored JSON text, in offset order. */
+  /** Committed events as stored JSON text, in offset order (empty when `joined` is given). */
   events: RawEvent[];
+  /** With the read option `joined`: the events as one text instead (StreamStore.readRangeJoined). */
+  joined?: JoinedRange;
 }
 
 export class StreamActor {
@@ -275,13 +279,19 @@ export class StreamActor {
     this.deps.afterCommit?.(this, news, bytes);
   }
 
-  readRaw(q: Omit<RangeQuery, 'beforeOffset'> & { beforeOffset?: number | undefined }): ReadRawResult {
+  /** Reads up to the committed head, never past it; with `joined` the events come as one text. */
+  readRaw(q: Omit<RangeQuery, 'beforeOffset'> & { beforeOffset?: number | undefined; joined?: boolean | undefined }): ReadRawResult {
     const loaded = this.load();
-    if (loaded.sid === null) return { streamId: null, streamMaxOffset: 0, events: [] };
+    if (loaded.sid === null) return { streamId: null, streamMaxOffset: 0, events: [], ...(q.joined === true && { joined: NO_EVENTS }) };
     const before = Math.min(q.beforeOffset ?? Number.MAX_SAFE_INTEGER, this.committedHead + 1);
     const ephemeralSinceMs = q.includeEphemeral ? this.deps.clock.now() - this.deps.config.ephemeralRetentionMs : undefined;
-    const events =
-      q.afterOffset + 1 >= before ? [] : this.deps.store.readRange(loaded.sid, { ...q, beforeOffset: before, ephemeralSinceMs });
+    const range = { ...q, beforeOffset: before, ephemeralSinceMs };
+    const empty = q.afterOffset + 1 >= before;
+    if (q.joined === true) {
+      const joined = empty ? NO_EVENTS : this.deps.store.readRangeJoined(loaded.sid, range);
+      return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events: [], joined };
+    }
+    const events = empty ? [] : this.deps.store.readRange(loaded.sid, range);
     return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events };
   }
 

@@ -42,6 +42,8 @@ export interface ReadOptions {
   limit: number;
   includeEphemeral: boolean;
   eventTypes?: readonly string[] | undefined;
+  /** The events as one JSON text (`ReadRawResult.joined`), for the HTTP page (StreamActor.readRaw). */
+  joined?: boolean | undefined;
 }
 
 export interface ListOptions {

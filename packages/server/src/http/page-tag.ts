@@ -8,7 +8,6 @@
  * read, so two answers of one fixed page differ in that number while their events are the same.
  * It names the lifetime, so a destroyed and recreated stream never matches an old tag.
  */
-import type { ReadRawResult } from '../engine/actor.js';
 
 export interface PageQuery {
   limit: number;
@@ -16,15 +15,22 @@ export interface PageQuery {
   includeEphemeral: boolean;
 }
 
+/** What a tag is made of: the lifetime, the head of the read, the count and first and last offsets (0 when empty). */
+export interface PageSummary {
+  streamId: string | null;
+  streamMaxOffset: number;
+  count: number;
+  first: number;
+  last: number;
+}
+
 /** The page's tag, or undefined while it may still change. */
-export function pageTag(result: ReadRawResult, query: PageQuery): string | undefined {
-  if (result.streamId === null || query.includeEphemeral) return undefined;
-  const full = result.events.length === query.limit;
-  const closed = query.beforeOffset !== undefined && query.beforeOffset - 1 <= result.streamMaxOffset;
+export function pageTag(page: PageSummary, query: PageQuery): string | undefined {
+  if (page.streamId === null || query.includeEphemeral) return undefined;
+  const full = page.count === query.limit;
+  const closed = query.beforeOffset !== undefined && query.beforeOffset - 1 <= page.streamMaxOffset;
   if (!full && !closed) return undefined;
-  const first = result.events[0]?.offset ?? 0;
-  const last = result.events[result.events.length - 1]?.offset ?? 0;
-  return `W/"${result.streamId}.${first}.${last}.${result.events.length}"`;
+  return `W/"${page.streamId}.${page.first}.${page.last}.${page.count}"`;
 }
 
 /** Whether `If-None-Match` names `tag` (weak comparison, RFC 9110 §13.1.2; `*` names any tag). */

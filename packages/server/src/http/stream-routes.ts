@@ -52,15 +52,23 @@ export function json(body: unknown, status = 200): Response {
   });
 }
 
+/**
+ * The text of a read page (protocol §5.1) around its events' stored JSON joined by commas: the
+ * stored text is the event's JSON as it was first serialised, so nothing is parsed or re-serialised.
+ */
+export function pageText(streamId: string | null, streamMaxOffset: number, eventsJson: string): string {
+  return `{"streamId":${JSON.stringify(streamId)},"streamMaxOffset":${streamMaxOffset},"events":[${eventsJson}]}`;
+}
+
 /** A read page (protocol §5.1), with its tag when it can no longer change, or 304 (§5.3). */
 function readResponse(result: ReadRawResult, query: PageQuery, ifNoneMatch: string | null): Response {
-  const tag = pageTag(result, query);
+  const joined = result.joined!;
+  const summary = { streamId: result.streamId, streamMaxOffset: result.streamMaxOffset, count: joined.count, first: joined.first, last: joined.last };
+  const tag = pageTag(summary, query);
   if (tag !== undefined && noneMatch(ifNoneMatch, tag)) return new Response(null, { status: 304, headers: { etag: tag } });
-  const events = result.events.map((e) => e.json).join(',');
-  const text = `{"streamId":${JSON.stringify(result.streamId)},"streamMaxOffset":${result.streamMaxOffset},"events":[${events}]}`;
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
   if (tag !== undefined) headers.etag = tag;
-  return new Response(text, { status: 200, headers });
+  return new Response(pageText(result.streamId, result.streamMaxOffset, joined.json), { status: 200, headers });
 }
 
 /**
@@ -167,6 +175,7 @@ export async function handleStreamRequest(
         limit: q.limit ?? 500,
         includeEphemeral: q.includeEphemeral === 'true',
         eventTypes,
+        joined: true,
       };
       return readResponse(await service.read(projectId, address.path, page), page, headers.get('if-none-match'));
     }
