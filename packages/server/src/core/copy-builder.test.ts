@@ -188,6 +188,21 @@ describe('planCopies', () => {
     );
   });
 
+  it('every key of a batch is the JSON array of its six fields, whatever the characters and sizes in them', () => {
+    for (const overrides of [
+      { projectId: null, subscriptionKey: 'a "b" \\ ü 😀', path: '/ä/日本', streamId: 'sid-\u2028' },
+      { projectId: 'p,]"', subscriptionKey: 'k', cursorChangedAtSourceOffset: Number.MAX_SAFE_INTEGER },
+      {},
+    ] satisfies Array<Partial<CopyBatch>>) {
+      const b = batch({ ...overrides, events: [event(1), event(99), event(Number.MAX_SAFE_INTEGER)] });
+      const keys = planCopies(b, receiver).inputs.map((input) => input.idempotencyKey);
+      const full = (offset: number) =>
+        `rivulet-internal/copy:${JSON.stringify([b.subscriptionKey, b.cursorChangedAtSourceOffset, b.projectId, b.path, b.streamId, offset])}`;
+      expect(keys).toEqual([full(1), full(99), full(Number.MAX_SAFE_INTEGER)]);
+      expect(copyIdempotencyKey(b, 99)).toBe(full(99));
+    }
+  });
+
   it('omits payload and metadata the shaped event does not have', () => {
     const [input] = planCopies(batch({ events: [event(7, { shaped: { type: 't' } })] }), receiver).inputs;
     expect(input).not.toHaveProperty('payload');

@@ -43,14 +43,17 @@ export interface CopyPlan {
 }
 
 export function copyIdempotencyKey(batch: CopyBatch, offset: number): string {
-  return `${INTERNAL_IDEMPOTENCY_PREFIX}copy:${JSON.stringify([
-    batch.subscriptionKey,
-    batch.cursorChangedAtSourceOffset,
-    batch.projectId,
-    batch.path,
-    batch.streamId,
-    offset,
-  ])}`;
+  return `${copyKeyHead(batch)}${offset}]`;
+}
+
+/**
+ * What the copy keys of one batch share: the key's JSON array of [key, cursorChangedAt, projectId,
+ * sourcePath, streamId, offset] up to its offset. A batch builds it once; the offset (a safe
+ * integer, validateCopyBatch) serialises as its digits.
+ */
+function copyKeyHead(batch: CopyBatch): string {
+  const shared = JSON.stringify([batch.subscriptionKey, batch.cursorChangedAtSourceOffset, batch.projectId, batch.path, batch.streamId]);
+  return `${INTERNAL_IDEMPOTENCY_PREFIX}copy:${shared.slice(0, -1)},`;
 }
 
 export function validateCopyBatch(batch: CopyBatch, receiver: { projectId: string | null; path: string }): void {
@@ -84,6 +87,7 @@ export function checkFence(state: CoreState | null, batch: CopyBatch): void {
 export function planCopies(batch: CopyBatch, receiver: { projectId: string | null; path: string }): CopyPlan {
   const inputs: AppendInput[] = [];
   const dropped: CopyPlan['dropped'] = [];
+  const keyHead = copyKeyHead(batch);
   for (const e of batch.events) {
     const previous = e.source?.copiedFrom ?? [];
     if (previous.some((hop) => hop.path === receiver.path && hop.projectId === receiver.projectId)) {
@@ -107,7 +111,7 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
     };
     const input: AppendInput = {
       type: e.shaped.type,
-      idempotencyKey: copyIdempotencyKey(batch, e.offset),
+      idempotencyKey: `${keyHead}${e.offset}]`,
       source: { copiedFrom: [...previous, hop] },
     };
     if (e.shaped.payload !== undefined) input.payload = e.shaped.payload;

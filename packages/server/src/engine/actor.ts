@@ -76,9 +76,16 @@ export class StreamActor {
   // The hooks decideAppend gets, made once per actor rather than once per append.
   private readonly newStreamId = (): string => this.deps.random.uuid();
   private readonly lookupIdempotent = (key: string): CommittedEvent | undefined => {
+    const known = this.knownIdempotent;
+    if (known !== null && known.asked.has(key)) return known.found.get(key);
     const sid = this.loaded!.sid;
     return sid === null ? undefined : this.deps.store.findByIdempotencyKey(sid, key);
   };
+  /**
+   * Keys looked up together for the synchronous section running now (receiveCopies), so that the
+   * section's per-input lookups need no statement each; null outside that section.
+   */
+  private knownIdempotent: { asked: ReadonlySet<string>; found: ReadonlyMap<string, CommittedEvent> } | null = null;
   private readonly normalizeControl = (input: AppendInput): AppendInput => this.controlRules.normalize(input);
   private readonly checkControl = (input: AppendInput, state: CoreState, head: number): void => this.controlRules.check(input, state, head);
 
@@ -247,12 +254,22 @@ export class StreamActor {
     validateCopyBatch(batch, this);
     if (batch.events.length === 0) return { appended: 0, dropped: 0 };
     let dropped = 0;
-    const events = await this.append((state) => {
+    const committed = this.append((state) => {
       checkFence(state, batch);
       const plan = planCopies(batch, this);
       dropped = plan.dropped.length;
+      // Every copy carries its identity (protocol §13.2): look them all up in one statement, inside
+      // the section that decides on them (nothing is written between the lookup and the decision).
+      const sid = this.loaded!.sid;
+      if (sid !== null) {
+        const keys = plan.inputs.map((input) => input.idempotencyKey!);
+        this.knownIdempotent = { asked: new Set(keys), found: this.deps.store.findByIdempotencyKeys(sid, keys) };
+      }
       return plan.inputs;
     }, 'platform');
+    // append's synchronous section has run by now (it ends at its first await): forget the keys.
+    this.knownIdempotent = null;
+    const events = await committed;
     return { appended: events.length - (dropped > 0 ? 1 : 0), dropped };
   }
 

@@ -214,6 +214,20 @@ export class StreamStore {
     return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
   }
 
+  /**
+   * The stored events of many idempotency keys at once: one statement, each key one probe of the
+   * (idem, sid) index, where `findByIdempotencyKey` per key is one statement each. Keys not stored
+   * are absent from the answer.
+   */
+  findByIdempotencyKeys(sid: number, keys: readonly string[]): Map<string, CommittedEvent> {
+    const found = new Map<string, CommittedEvent>();
+    if (keys.length === 0) return found;
+    // One parameter for all keys (the Durable Object SQL API binds at most 100 per statement).
+    const rows = this.storage.execRows(`SELECT idem, body FROM events WHERE idem IN (SELECT value FROM json_each(?)) AND sid = ?`, JSON.stringify(keys), sid);
+    for (const row of rows) found.set(row[0] as string, JSON.parse(row[1] as string) as CommittedEvent);
+    return found;
+  }
+
   /** Raw JSON bodies of a range, in offset order. */
   readRange(sid: number, q: RangeQuery): RawEvent[] {
     const { sql, params } = rangeSelect(sid, q);

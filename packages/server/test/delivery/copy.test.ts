@@ -4,7 +4,7 @@
  * unavailable, and a reciprocal wildcard pair that converges through cycle drops.
  */
 import { EventType, RivuletError, type CommittedEvent } from '@rivulet/contract';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CopyBatch } from '../../src/core/copy-builder.js';
 import { subscribeToEventsFrom } from '../../src/engine/commands.js';
 import { createHarness, PROJECT, waitFor, type Harness } from './harness.js';
@@ -101,6 +101,47 @@ describe('copies', () => {
     expect(refused).toBeInstanceOf(RivuletError);
     expect((refused as RivuletError).code).toBe('CONFLICT');
     expect((refused as RivuletError).message).toMatch(/already accepted a newer delivery/);
+  });
+
+  it('a batch looks up its identities in one statement: a partly stored batch appends only what is new', async () => {
+    h = await createHarness({ withoutDelivery: true });
+    await h.append('/a', x(1));
+    const source = h.core('/a');
+    const ev = (offset: number) => ({ offset, type: 'app/x', createdAt: source.createdAt, shaped: { type: 'app/x', payload: { n: offset } } });
+    const batch = (offsets: number[]): CopyBatch => ({
+      projectId: PROJECT,
+      path: '/a',
+      streamId: source.streamId,
+      streamCreatedAt: source.createdAt,
+      cursorChangedAtSourceOffset: 1,
+      subscriptionKey: 'k',
+      receivingStreamPath: '/r',
+      events: offsets.map(ev),
+    });
+    // The first batch creates /r: no stream yet, nothing to look up.
+    await h.actor('/r').receiveCopies(batch([3, 4]));
+    const stored = h.events('/r').filter((e) => e.type === 'app/x');
+    expect(stored).toHaveLength(2);
+    const before = h.head('/r');
+    const one = vi.spyOn(h.store, 'findByIdempotencyKey');
+    const many = vi.spyOn(h.store, 'findByIdempotencyKeys');
+    await h.actor('/r').receiveCopies(batch([3, 4, 5, 6]));
+    expect(h.head('/r')).toBe(before + 2);
+    expect(one).not.toHaveBeenCalled();
+    expect(many).toHaveBeenCalledTimes(1);
+    expect(many.mock.calls[0]![1]).toHaveLength(4);
+    const copies = h.events('/r').filter((e) => e.type === 'app/x');
+    expect(copies.map((c) => c.payload)).toEqual([{ n: 3 }, { n: 4 }, { n: 5 }, { n: 6 }]);
+    expect(copies.slice(0, 2)).toEqual(stored);
+    const head = h.head('/r');
+    await h.actor('/r').receiveCopies(batch([3, 4, 5, 6]));
+    expect(h.head('/r')).toBe(head);
+    // Outside a copy batch, keys are looked up one by one again: the batch's answers are gone.
+    const [repeat] = await h.append('/r', { type: 'app/y', idempotencyKey: 'user-key', payload: {} });
+    expect(one).toHaveBeenCalledWith(h.actor('/r').sid, 'user-key');
+    const [again] = await h.append('/r', { type: 'app/y', idempotencyKey: 'user-key', payload: {} });
+    expect(again).toEqual(repeat);
+    expect(h.head('/r')).toBe(head + 1);
   });
 
   it('a paused receiver is unavailable: backoff, never a skip, and the copy lands after resume', async () => {
