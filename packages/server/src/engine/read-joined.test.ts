@@ -107,7 +107,7 @@ describe.each(adapters)('a read page joined in SQL is the page joined from rows 
     const inputs: AppendInput[] = [];
     for (let i = 0; i < 120; i++) {
       const text = UNICODE[i % UNICODE.length]!;
-      inputs.push({ type: i % 3 === 0 ? 'app/a' : 'app/b', payload: { i, text, nested: { list: [i, text, null, true, 1.5e-7] } }, ephemeral: i % 5 === 0 });
+      inputs.push({ type: i % 3 === 0 ? 'app/a' : 'app/b', payload: { i, text, nested: { list: [i, text, null, true, 1.5e-7] } }, ...(i % 5 === 0 && { ephemeral: true as const }) });
     }
     await actor.append(inputs.slice(0, 60), 'public');
     advance(61_000); // the first batch's ephemeral events are now past retention
