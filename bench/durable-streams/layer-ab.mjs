@@ -8,8 +8,10 @@
  * as 50 clients on 50 streams do, so they share a group commit. `--native` also measures Rivulet's
  * own append answerer (`POST /v1/streams/…`, one event each) in every build: the ceiling the layer
  * is compared with. Rounds interleave the builds (the order alternates), each on a fresh database
- * after a warm-up; it prints this process's CPU time per append (median and every round) and,
- * per round, each Durable Streams figure over the native one of the same build.
+ * after a warm-up; it prints this process's CPU time per append (median and every round), per
+ * round each build's figure over the next build's (list them newest first: a chain of changes) and
+ * the first's over the last's, and with `--native` each Durable Streams figure over the native one
+ * of the same build.
  *
  *   node bench/durable-streams/layer-ab.mjs NAME=DIST [NAME=DIST …] [--native] [--appends 20000] [--rounds 7] [--streams 50]
  */
@@ -126,11 +128,11 @@ if (values.native) {
     console.log(`${b.name} over its native append: median ${median(ratios).toFixed(2)}x  (${ratios.map((x) => x.toFixed(2)).join(' ')})`);
   }
 }
-if (builds.length > 1) {
-  const [first] = builds;
-  for (const b of builds.slice(1)) {
-    const ratios = results.get(first.name).map((x, i) => x / results.get(b.name)[i]);
-    console.log(`${first.name} over ${b.name}: median ${median(ratios).toFixed(2)}x  (${ratios.map((x) => x.toFixed(2)).join(' ')})`);
-  }
+// Each build over the one named after it (a chain of changes: NEWEST=… … OLDEST=…), and the first over the last.
+const pairs = builds.slice(1).map((b, i) => [builds[i], b]);
+if (builds.length > 2) pairs.push([builds[0], builds[builds.length - 1]]);
+for (const [a, b] of pairs) {
+  const ratios = results.get(a.name).map((x, i) => x / results.get(b.name)[i]);
+  console.log(`${a.name} over ${b.name}: median ${median(ratios).toFixed(2)}x  (${ratios.map((x) => x.toFixed(2)).join(' ')})`);
 }
 console.log(`load average at the end: ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')}`);

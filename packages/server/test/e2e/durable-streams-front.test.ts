@@ -141,6 +141,28 @@ describe('Durable Streams appends on the fast entrances', () => {
     expect(metrics).toMatch(/rivulet_http_request_duration_seconds_count\{method="POST",route="\/v1\/stream\/\{name\}",status="204"\} [1-9]/);
   });
 
+  it('a target seen before is judged as the first time: refused again, and its aliases name one stream', async () => {
+    const { json } = await streams();
+    const jsonType = { 'content-type': 'application/json' };
+    const [id, leaf] = json.split('/') as [string, string];
+    // Percent-encoded and dot segments name the stream the plain target names (every time).
+    const aliases = [json, `${id}/./${leaf}`, `${id}/%${leaf.charCodeAt(0).toString(16)}${leaf.slice(1)}`, json];
+    const refused = 'bad%zz/x';
+    const answers = await rawAnswers(
+      server.url,
+      [...aliases, refused, refused, ...aliases]
+        .map((name, i) => raw({ name, body: String(i), fields: jsonType }))
+        .join(''),
+      2 * aliases.length + 2,
+    );
+    const offsets = answers.map((a) => a.fields.find(([n]) => n === 'stream-next-offset')?.[1] ?? a.status);
+    expect(offsets).toEqual([3, 4, 5, 6, 400, 400, 7, 8, 9, 10].map((o) => (o === 400 ? 400 : `${String(o).padStart(16, '0')}_0000000000000000`)));
+    expect(answers[4]!.body).toBe(answers[5]!.body);
+    expect(answers[4]!.body).toContain('not valid percent-encoding');
+    const read = await fetch(`${server.url}/v1/stream/${json}?offset=-1`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(await read.json()).toEqual([0, 1, 2, 3, 6, 7, 8, 9]);
+  });
+
   it('the messages appended through the front read back', async () => {
     const s = await streams();
     await rawAppends(s);

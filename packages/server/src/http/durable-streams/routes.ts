@@ -73,6 +73,9 @@ export function isDsAppendTarget(target: string): boolean {
 
 const ALLOW = [...DS_METHODS, 'OPTIONS'].join(', ');
 
+/** Targets whose stream path is kept (see `pathOf`). */
+const RECENT_PATHS = 1024;
+
 /** The default of `--long-poll-timeout-ms`. */
 export const DEFAULT_LONG_POLL_TIMEOUT_MS = 30_000;
 
@@ -85,10 +88,19 @@ export function durableStreams(options: DurableStreamsOptions): DurableStreams {
   const streams = new DsStreams(options.service, now, options.batchWrites === true);
   const hooks = hooksOf(options);
 
-  /** The stream path of a target (its query left out), or a refusal. */
+  /**
+   * The stream path of a target (its query left out), or a refusal. A writer appends to the same
+   * streams again and again, so recent answers are kept (bounded; a refused target is never kept,
+   * it throws every time), as for /v1/streams/ (stream-url.ts).
+   */
+  const recentPaths = new Map<string, string>();
   function pathOf(rawPath: string): string {
+    const known = recentPaths.get(rawPath);
+    if (known !== undefined) return known;
     const path = canonicalizePath(rawPath.slice(DS_PREFIX.length - 1), { decode: true });
     if (path === '/') throw new RivuletError('INVALID_INPUT', 'a Durable Streams stream needs a name after /v1/stream/');
+    if (recentPaths.size >= RECENT_PATHS) recentPaths.clear();
+    recentPaths.set(rawPath, path);
     return path;
   }
 
