@@ -169,11 +169,10 @@ export class DsStreams {
       const state = await this.load(projectId, path);
       const decision = decide(state);
       if ('answer' in decision) return decision.answer;
-      const first = decision.inputs[0]!;
-      const inputs = [{ ...first, offset: state === null ? 2 : state.head + 1 }, ...decision.inputs.slice(1)];
+      const inputs = asserted(decision.inputs, state === null ? 2 : state.head + 1);
       const committed = await this.appendUnlessMoved(projectId, path, inputs, attempt);
       if (!committed) continue;
-      const folded = await this.afterCommit(projectId, path, state, committed);
+      const folded = state === null ? await this.loadCreated(projectId, path) : foldCommitted(state, committed);
       this.touch(projectId, path);
       return decision.done(folded, committed);
     }
@@ -220,7 +219,7 @@ export class DsStreams {
       }
       let committed: CommittedEvent[] = [];
       if (inputs.length > 0) {
-        inputs[0] = { ...inputs[0]!, offset: state.head + 1 };
+        inputs[0] = withOffset(inputs[0]!, state.head + 1);
         let appended: CommittedEvent[] | undefined;
         try {
           appended = await this.appendUnlessMoved(projectId, path, inputs, attempt);
@@ -254,15 +253,11 @@ export class DsStreams {
     return false;
   }
 
-  private async afterCommit(projectId: string | null, path: string, state: DsState | null, committed: CommittedEvent[]): Promise<DsState> {
-    if (state === null) {
-      // A new lifetime: fold it from the log (its created event and what was just written).
-      const loaded = await this.load(projectId, path);
-      if (loaded === null) throw new RivuletError('UNAVAILABLE', 'the stream was destroyed while it was written');
-      return loaded;
-    }
-    for (const event of committed) foldEvent(state, parsedOf(event));
-    return state;
+  /** A new lifetime, just written: folded from the log (its created event and what was written). */
+  private async loadCreated(projectId: string | null, path: string): Promise<DsState> {
+    const loaded = await this.load(projectId, path);
+    if (loaded === null) throw new RivuletError('UNAVAILABLE', 'the stream was destroyed while it was written');
+    return loaded;
   }
 
   private remember(key: string, state: DsState): void {
@@ -282,6 +277,30 @@ function isConflict(error: unknown): boolean {
 
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function foldCommitted(state: DsState, committed: readonly CommittedEvent[]): DsState {
+  for (const event of committed) foldEvent(state, parsedOf(event));
+  return state;
+}
+
+/** An input with the offset it asserts (protocol §4.3), built without an object spread. */
+function withOffset(input: EventInput, offset: number): EventInput {
+  const out: EventInput = { type: input.type };
+  if (input.payload !== undefined) out.payload = input.payload;
+  if (input.metadata !== undefined) out.metadata = input.metadata;
+  if (input.idempotencyKey !== undefined) out.idempotencyKey = input.idempotencyKey;
+  if (input.ephemeral !== undefined) out.ephemeral = input.ephemeral;
+  out.offset = offset;
+  if (input.source !== undefined) out.source = input.source;
+  return out;
+}
+
+/** `inputs`, the first asserting `offset`. */
+function asserted(inputs: readonly EventInput[], offset: number): EventInput[] {
+  const out = inputs.slice();
+  out[0] = withOffset(inputs[0]!, offset);
+  return out;
 }
 
 /** A copy of a state that folding can change without changing the original. */
