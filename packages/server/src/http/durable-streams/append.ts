@@ -11,7 +11,7 @@ import { messagesOf } from './bodies.js';
 import { CLOSED_TYPE, STAMP_KEY, stampJson, type ProducerStamp, type Stamp } from './messages.js';
 import type { DsStreams } from './store.js';
 import { configOf, headOf, judgeProducer, type DsState } from './state.js';
-import { H, formatOffset, isJsonType, mediaType, parseCount } from './wire.js';
+import { H, LOWER, formatOffset, isJsonType, mediaType, parseCount } from './wire.js';
 
 export interface AppendRequest {
   projectId: string | null;
@@ -21,9 +21,9 @@ export interface AppendRequest {
 }
 
 function producerOf(headers: HeaderReader): ProducerStamp | null | DsAnswer {
-  const id = headers.get(H.producerId.toLowerCase());
-  const epoch = headers.get(H.producerEpoch.toLowerCase());
-  const seq = headers.get(H.producerSeq.toLowerCase());
+  const id = headers.get(LOWER.producerId);
+  const epoch = headers.get(LOWER.producerEpoch);
+  const seq = headers.get(LOWER.producerSeq);
   if (id === null && epoch === null && seq === null) return null;
   if (id === null || epoch === null || seq === null) {
     return refuse(400, 'Producer-Id, Producer-Epoch and Producer-Seq must be given together');
@@ -47,8 +47,8 @@ export async function handleAppend(streams: DsStreams, request: AppendRequest): 
   const { headers } = request;
   const producer = producerOf(headers);
   if (producer !== null && 'status' in producer) return producer;
-  const close = headers.get(H.closed.toLowerCase()) === 'true';
-  const seq = headers.get(H.seq.toLowerCase());
+  const close = headers.get(LOWER.closed) === 'true';
+  const seq = headers.get(LOWER.seq);
   const contentType = headers.get('content-type');
   const body = await request.body();
   const closeOnly = close && body.length === 0;
@@ -67,7 +67,8 @@ export async function handleAppend(streams: DsStreams, request: AppendRequest): 
       return { answer: closedAnswer(state) };
     }
     const config = configOf(state);
-    if (!closeOnly && mediaType(contentType) !== mediaType(config.contentType)) {
+    // The same text is the same media type: the usual case is judged without parsing either.
+    if (!closeOnly && contentType !== config.contentType && mediaType(contentType) !== mediaType(config.contentType)) {
       return { answer: refuse(409, `content type ${contentType} does not match the stream's ${config.contentType}`) };
     }
     const stamp: Stamp = {};

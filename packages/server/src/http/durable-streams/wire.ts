@@ -29,6 +29,15 @@ export const H = {
   sseEncoding: 'Stream-SSE-Data-Encoding',
 } as const;
 
+/** The request fields an append reads, by their lower-case names (how header readers take them). */
+export const LOWER = {
+  closed: H.closed.toLowerCase(),
+  seq: H.seq.toLowerCase(),
+  producerId: H.producerId.toLowerCase(),
+  producerEpoch: H.producerEpoch.toLowerCase(),
+  producerSeq: H.producerSeq.toLowerCase(),
+} as const;
+
 const OFFSET_DIGITS = 16;
 const RESERVED = '_0000000000000000';
 const OFFSET_PATTERN = /^\d{16}_0{16}$/;
@@ -54,13 +63,15 @@ export function parseOffset(text: string): OffsetQuery | null {
   return offset === null ? null : { kind: 'at', offset };
 }
 
+const JSON_MEDIA_TYPE = 'application/json';
+
 /** The media type without parameters, lower case (`Text/Plain; charset=x` → `text/plain`). */
 export function mediaType(contentType: string | null | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 export function isJsonType(contentType: string): boolean {
-  return mediaType(contentType) === 'application/json';
+  return contentType === JSON_MEDIA_TYPE || mediaType(contentType) === JSON_MEDIA_TYPE;
 }
 
 /** SSE carries text and JSON as they are; any other content type as base64 (one frame per message). */
