@@ -123,7 +123,7 @@ export function stampJson(stamp: Stamp): JsonObject {
   return json;
 }
 
-export function stampOf(event: ParsedEvent): Stamp | undefined {
+export function stampOf(event: { metadata?: Record<string, unknown> | undefined }): Stamp | undefined {
   const stamp = event.metadata?.[STAMP_KEY];
   return stamp !== null && typeof stamp === 'object' ? (stamp as Stamp) : undefined;
 }

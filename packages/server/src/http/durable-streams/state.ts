@@ -3,7 +3,7 @@
  * "State"): its settings, its closure, the last `Stream-Seq` and each producer's epoch and last
  * sequence number. Pure: folding the same events always gives the same state.
  */
-import { CLOSED_TYPE, CONFIGURED_TYPE, DELETED_TYPE, FORK_ADDED_TYPE, FORK_REMOVED_TYPE, stampOf, type ParsedEvent, type ProducerStamp } from './messages.js';
+import { CLOSED_TYPE, CONFIGURED_TYPE, DELETED_TYPE, FORK_ADDED_TYPE, FORK_REMOVED_TYPE, stampOf, type ProducerStamp } from './messages.js';
 
 /** What a fork was made from (docs/durable-streams.md "Forks"). */
 export interface ForkOrigin {
@@ -82,9 +82,32 @@ export function emptyState(streamId: string): DsState {
   };
 }
 
-export function foldEvent(state: DsState, event: ParsedEvent): void {
+/** What folding reads of an event: a committed event as it is, or one parsed from the log. */
+export interface FoldedEvent {
+  offset: number;
+  type: string;
+  createdAt: string;
+  payload?: Record<string, unknown> | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/**
+ * `Date.parse` of the last `createdAt` seen: the engine makes one date string per millisecond, so
+ * the events of one group commit (and of one page of the log) mostly share it.
+ */
+let lastCreatedAt = '';
+let lastCreatedMs = NaN;
+function createdMs(createdAt: string): number {
+  if (createdAt !== lastCreatedAt) {
+    lastCreatedMs = Date.parse(createdAt);
+    lastCreatedAt = createdAt;
+  }
+  return lastCreatedMs;
+}
+
+export function foldEvent(state: DsState, event: FoldedEvent): void {
   state.head = Math.max(state.head, event.offset);
-  const ms = Date.parse(event.createdAt);
+  const ms = createdMs(event.createdAt);
   if (Number.isFinite(ms)) state.lastEventMs = Math.max(state.lastEventMs, ms);
   if (event.type === CONFIGURED_TYPE && state.config === null && event.payload !== undefined) {
     const { contentType, ttlSeconds, expiresAt, fork } = event.payload;

@@ -18,7 +18,7 @@
  */
 import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
-import { DELETED_TYPE, FORK_REMOVED_TYPE, parseRaw, type ParsedEvent } from './messages.js';
+import { DELETED_TYPE, FORK_REMOVED_TYPE, parseRaw } from './messages.js';
 import { configOf, emptyState, expiryMs, foldEvent, type DsState } from './state.js';
 
 const PAGE = 500;
@@ -213,7 +213,7 @@ export class DsStreams {
         if ('answer' in decision) continue;
         for (const input of decision.inputs) {
           const payload = input.payload as Record<string, unknown> | undefined;
-          foldEvent(ahead, { offset: ahead.head + 1, type: input.type, createdAt, payload, metadata: input.metadata as Record<string, unknown> | undefined, json: '' });
+          foldEvent(ahead, { offset: ahead.head + 1, type: input.type, createdAt, payload, metadata: input.metadata as Record<string, unknown> | undefined });
           inputs.push(input);
         }
       }
@@ -240,14 +240,14 @@ export class DsStreams {
         }
         const own = committed.slice(at, at + decision.inputs.length);
         at += own.length;
-        for (const event of own) foldEvent(state, parsedOf(event));
+        for (const event of own) foldEvent(state, event);
         try {
           write.resolve(decision.done(state, own));
         } catch (error) {
           write.reject(error);
         }
       }
-      for (const event of committed.slice(at)) foldEvent(state, parsedOf(event));
+      for (const event of committed.slice(at)) foldEvent(state, event);
       return true;
     }
     return false;
@@ -280,7 +280,7 @@ function pause(ms: number): Promise<void> {
 }
 
 function foldCommitted(state: DsState, committed: readonly CommittedEvent[]): DsState {
-  for (const event of committed) foldEvent(state, parsedOf(event));
+  for (const event of committed) foldEvent(state, event);
   return state;
 }
 
@@ -310,18 +310,4 @@ function copyState(state: DsState): DsState {
 
 function keyOf(projectId: string | null, path: string): string {
   return `${projectId ?? ''}\u0000${path}`;
-}
-
-/** A committed event as folding sees it; its JSON text is only made if something reads it. */
-function parsedOf(event: CommittedEvent): ParsedEvent {
-  return {
-    offset: event.offset,
-    type: event.type,
-    createdAt: event.createdAt,
-    payload: event.payload as Record<string, unknown> | undefined,
-    metadata: event.metadata as Record<string, unknown> | undefined,
-    get json() {
-      return JSON.stringify(event);
-    },
-  };
 }
