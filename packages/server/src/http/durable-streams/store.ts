@@ -122,7 +122,12 @@ export class DsStreams {
     this.access.delete(key);
   }
 
-  /** Runs `fn` after every earlier write of this process to the stream has finished. */
+  /**
+   * Runs `fn` after every earlier write of this process to the stream has finished. A chain of
+   * promises on purpose: each caller registers its own continuation, and workerd ties I/O to the
+   * request that starts it, so one loop running every queued write (tried; bench/README.md,
+   * durable-streams section) fails the writes of the requests it did not start.
+   */
   async exclusive<T>(projectId: string | null, path: string, fn: () => Promise<T>): Promise<T> {
     const key = keyOf(projectId, path);
     const before = this.queues.get(key) ?? Promise.resolve();
