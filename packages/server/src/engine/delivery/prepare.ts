@@ -15,6 +15,7 @@ import { shapeEvent, type ShapedEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver } from '../receivers/receiver.js';
 import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
+import { committedJson, rememberJson } from '../event-json.js';
 import { recordAttempt } from './attempt-record.js';
 import { collectBatch, conditionFailureText, passOver } from './collect.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
@@ -163,6 +164,8 @@ export class DeliveryPreparer {
     if (!event) {
       event = this.loop.actor.read({ afterOffset: offset - 1, limit: 1, includeEphemeral: false }).events.find((e) => e.offset === offset);
       if (!event) return undefined;
+      // Its text rides along, so that each webhook body splices it in (receivers/webhook-body.ts).
+      rememberJson(event, committedJson(event));
       if (this.sourceEvents.size >= 64) this.sourceEvents.delete(this.sourceEvents.keys().next().value as string);
       this.sourceEvents.set(key, event);
     }

@@ -1,8 +1,9 @@
 /**
  * webhook-post, the sending half (protocol §17): one signed POST per
- * event through the outbound port. The body is the envelope of core/webhook-envelope.ts; the
- * headers follow Standard Webhooks: `webhook-id` = the delivery id (stable across retries of one
- * event in one run, new for a new run), `webhook-timestamp` in unix seconds, `webhook-signature`.
+ * event through the outbound port. The body is the envelope of core/webhook-envelope.ts, its text
+ * written by webhook-body.ts (the same bytes as serialising that envelope). The headers follow
+ * Standard Webhooks: `webhook-id` = the delivery id (stable across retries of one event in one
+ * run, new for a new run), `webhook-timestamp` in unix seconds, `webhook-signature`.
  *
  * Outcomes (protocol §17.3). Any 2xx is success. The receiver's status decides the rest:
  * - 408, 429, 502, 503, 504 and everything that is not an answer at all (refused destination,
@@ -15,11 +16,11 @@
  * The kind is chosen from the status code and from whether an answer arrived, never from text.
  */
 import { EventType } from '@rivulet/contract';
-import { webhookEnvelope } from '../../core/webhook-envelope.js';
 import { importWebhookKey, signWebhook, webhookSecretKey } from '../../core/webhook-signature.js';
 import type { Clock } from '../../ports/clock.js';
 import type { OutboundAnswer, OutboundHttp } from '../../ports/outbound.js';
 import { VERSION } from '../../version.js';
+import { webhookBody } from './webhook-body.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type DeliveryOutcome, type Receiver } from './receiver.js';
 
 export const WEBHOOK_USER_AGENT = `Rivulet-Webhooks/${VERSION}`;
@@ -108,9 +109,7 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
       // The run's own configure event is gone: the stream changed under this delivery; try again.
       return answered({ ok: false, kind: 'unavailable', error: `the subscription-configured event at offset ${ctx.entry.configuredAtOffset} is not readable` });
     }
-    const envelope = webhookEnvelope(ctx, configuredEvent, delivered.event, delivered.shaped);
-    const body = JSON.stringify(envelope);
-    const id = envelope.deliveryId;
+    const { body, id } = webhookBody(ctx, configuredEvent, delivered.event, delivered.shaped);
     const url = receiver.url;
     const signAt = (timestamp: number): string | Promise<string> => {
       const signature = sign(id, timestamp, body);
