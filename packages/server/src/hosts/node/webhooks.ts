@@ -3,7 +3,7 @@
  * and one close call: the outbound adapter with the server's private-destination policy and the
  * engine's webhook receiver signing with the server's secret (hosts/webhook-secret.ts).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey } from 'node:crypto';
 import { webhookSecretKey } from '../../core/webhook-signature.js';
 import { webhookReceiver } from '../../engine/receivers/webhook.js';
 import type { Receiver } from '../../engine/receivers/receiver.js';
@@ -41,7 +41,8 @@ export function nodeWebhooks(options: NodeWebhookOptions): NodeWebhooks {
     ...(connections ? { onConnection: (scheme: 'http' | 'https') => connections.inc({ scheme }) } : {}),
     ...(resent ? { onResend: () => resent.inc() } : {}),
   });
-  const key = Buffer.from(webhookSecretKey(options.secret));
+  // A KeyObject made once: given raw bytes, createHmac would turn them into a key on every delivery.
+  const key = createSecretKey(webhookSecretKey(options.secret));
   // The same signature as the engine's WebCrypto default (tests check both against the
   // standardwebhooks package), without a thread-pool round trip per delivery.
   const sign = (id: string, timestamp: number, body: string) =>
