@@ -79,6 +79,19 @@ export function defineOutboundChecks(t: ConformanceApi, name: string, factory: (
     };
     const destination = () => new URL(under.serverUrl).host;
 
+    it('tells onSent once, before the answer, and never for a destination that refuses connections', async () => {
+      const order: string[] = [];
+      const told = { ...post(), onSent: () => order.push('sent') };
+      const answer = await under.make().post(url('echo'), told);
+      order.push('answered');
+      expect(answer.status).toBe(200);
+      expect(order).toEqual(['sent', 'answered']);
+      const refusedOrder: string[] = [];
+      await rejection(under.make().post(under.refusedUrl, { ...post(), onSent: () => refusedOrder.push('sent') }), Date.now());
+      // The fetch adapter may tell it as soon as fetch was called; the Node adapter only once written.
+      expect(refusedOrder.length).toBeLessThanOrEqual(1);
+    });
+
     it('sends one POST with the headers and body given and answers its status and body', async () => {
       const answer = await under.make().post(url('echo'), post(undefined, '{"hello":"world"}'));
       expect(answer.status).toBe(200);

@@ -19,6 +19,12 @@ export interface OutboundPost {
   headers: Record<string, string>;
   body: string;
   signal: AbortSignal;
+  /**
+   * Called at most once, when the request is on its way: the Node adapter calls it right after
+   * writing the request to its connection, the fetch adapter once `fetch` was called. The send
+   * loop starts the next webhook's preparation then (engine/delivery/sender.ts).
+   */
+  onSent?: () => void;
 }
 
 export interface OutboundAnswer {

@@ -310,10 +310,17 @@ export class StreamSender implements SendLoop {
       current = { ...current, inflightDeadlineAt: deadline + this.deps.config.watchdogLeaseMs };
       this.write(current);
     }
-    const answer = this.call(prepared, timeout);
     // While the call is out, the next webhook is read and its body built (never sent before this
-    // one is acknowledged: one event per POST, in order).
-    const next = readsAhead(entry, current) ? this.preparer.ahead(key, entry, flight, prepared.cursorAfter) : undefined;
+    // one is acknowledged: one event per POST, in order). That starts once the request is on its
+    // way, or answered if the port cannot tell: on the Node host undici writes a POST on a kept-alive
+    // connection only in the event loop's next check phase, and work begun at once would all run
+    // before that write, delaying every POST by the preparation of the next (bench/README.md).
+    let sent!: () => void;
+    const out = new Promise<void>((resolve) => (sent = resolve));
+    const answer = this.call(prepared, timeout, sent);
+    answer.then(sent, sent);
+    const cursorAfter = prepared.cursorAfter;
+    const next = readsAhead(entry, current) ? out.then(() => this.preparer.ahead(key, entry, flight, cursorAfter)) : undefined;
     const outcome = await answer;
     current = this.current(key, flight);
     if (!current) return STOP;
@@ -349,8 +356,8 @@ export class StreamSender implements SendLoop {
     return { again: true, next: await next };
   }
 
-  /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it). */
-  private call(prepared: Prepared, timeoutMs: number): Promise<DeliveryOutcome> {
+  /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it); `onSent` as in ports/outbound.ts. */
+  private call(prepared: Prepared, timeoutMs: number, onSent: () => void): Promise<DeliveryOutcome> {
     const action = prepared.ctx.entry.configuration.receiver.action;
     const receiver = this.deps.receivers[action];
     if (!receiver) return Promise.resolve({ ok: false, kind: 'unavailable', error: `this server has no ${action} receiver` });
@@ -369,7 +376,7 @@ export class StreamSender implements SendLoop {
       });
       let sent: Promise<DeliveryOutcome>;
       try {
-        sent = prepared.call ? prepared.call.send(abort.signal) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
+        sent = prepared.call ? prepared.call.send(abort.signal, onSent) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
       } catch (error) {
         cancelTimer();
         reject(error);

@@ -69,7 +69,8 @@ export function classifyWebhookError(error: unknown, signal: AbortSignal): Deliv
  * sender prepares the next webhook while the previous POST is in flight (sender.ts).
  */
 export interface PreparedCall {
-  send(signal: AbortSignal): Promise<DeliveryOutcome>;
+  /** `onSent` is told once the request is on its way (ports/outbound.ts), if the port can tell. */
+  send(signal: AbortSignal, onSent?: () => void): Promise<DeliveryOutcome>;
 }
 
 /** A receiver that can prepare its calls ahead (webhook-post). */
@@ -119,7 +120,7 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
     };
     let signedAt = Math.floor(deps.clock.now() / 1000);
     let signed = signAt(signedAt);
-    const post = (timestamp: number, signature: string, signal: AbortSignal): Promise<DeliveryOutcome> =>
+    const post = (timestamp: number, signature: string, signal: AbortSignal, onSent: (() => void) | undefined): Promise<DeliveryOutcome> =>
       deps.http
         .post(url, {
           headers: {
@@ -131,17 +132,18 @@ export function webhookReceiver(deps: WebhookReceiverDeps): PreparingReceiver {
           },
           body,
           signal,
+          ...(onSent ? { onSent } : {}),
         })
         .then(classifyWebhookAnswer, (error: unknown) => classifyWebhookError(error, signal));
     return {
-      send(signal) {
+      send(signal, onSent) {
         const timestamp = Math.floor(deps.clock.now() / 1000);
         if (timestamp !== signedAt) {
           signedAt = timestamp;
           signed = signAt(timestamp);
         }
         const signature = signed;
-        return typeof signature === 'string' ? post(timestamp, signature, signal) : signature.then((s) => post(timestamp, s, signal));
+        return typeof signature === 'string' ? post(timestamp, signature, signal, onSent) : signature.then((s) => post(timestamp, s, signal, onSent));
       },
     };
   }

@@ -2,11 +2,11 @@
  * The Node outbound adapter's connection rules (protocol §17.6) against raw TCP servers and a
  * local https server: kept-alive connections and when they are not used again, the one resend
  * after a kept connection the receiver had closed (and no other), the header-section cap, the
- * connect timeout, TLS session resumption, and pinning under DNS rebinding.
+ * connect timeout, TLS session resumption, pinning under DNS rebinding, and when `onSent` is told.
  */
 import { createServer as createHttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HookServer, TEST_CA, TEST_KEY } from '../../../test/helpers/hook-server.js';
 import { rawServer, silentServer, type RawServer } from '../../../test/helpers/raw-servers.js';
 import { nodeOutbound, type HostResolver, type NodeOutbound, type NodeOutboundOptions } from './outbound.js';
@@ -149,6 +149,56 @@ describe('a connection that ends without an answer', () => {
     await http.post(s.url(), post());
     expect(await failure(http.post(s.url(), post()))).toContain(`cannot reach http://127.0.0.1:${s.port}:`);
     expect([s.requests.length, http.resent]).toEqual([3, 1]);
+  });
+});
+
+describe('onSent (ports/outbound.ts)', () => {
+  /** A post whose onSent is counted and resolves `sent`. */
+  function counted(body: string, signal = new AbortController().signal) {
+    const seen = { calls: 0 };
+    let resolve!: () => void;
+    const sent = new Promise<void>((r) => (resolve = r));
+    return Object.assign(seen, { sent, post: { ...post(body, signal), onSent: () => (seen.calls++, resolve()) } });
+  }
+
+  it('is told once the request is written, before any answer, on a new and on a kept connection', async () => {
+    const held: Array<() => void> = [];
+    const s = await raw((socket) => held.push(() => socket.write(NO_CONTENT)));
+    const http = outbound();
+    for (const body of ['first', 'second']) {
+      const c = counted(body);
+      let answered = false;
+      const answer = http.post(s.url(), c.post).then((a) => ((answered = true), a));
+      // No answer is written until onSent was told: it cannot wait for one.
+      await c.sent;
+      expect([c.calls, answered]).toEqual([1, false]);
+      await vi.waitFor(() => expect(held).toHaveLength(1));
+      held.shift()!();
+      expect((await answer).status).toBe(204);
+      expect(c.calls).toBe(1);
+    }
+    expect(s.connections()).toBe(1);
+  });
+
+  it('is told once for a request sent once more after a kept connection was dropped', async () => {
+    const s = await raw((socket, index) => {
+      if (index === 1) socket.destroy();
+      else socket.write(NO_CONTENT);
+    });
+    const http = outbound();
+    await http.post(s.url(), post('first'));
+    const c = counted('second');
+    expect((await http.post(s.url(), c.post)).status).toBe(204);
+    expect([s.requests.length, http.resent, c.calls]).toEqual([3, 1, 1]);
+  });
+
+  it('is never told for a request that could not be written (connection refused)', async () => {
+    const s = await raw(() => undefined);
+    const url = s.url();
+    await s.close();
+    const c = counted('x');
+    expect(await failure(outbound().post(url, c.post))).toMatch(/^cannot reach http:\/\/127.0.0.1:\d+: .*ECONNREFUSED/);
+    expect(c.calls).toBe(0);
   });
 });
 

@@ -143,6 +143,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly reject: (error: unknown) => void,
     /** Sends the request again on another connection; undefined once it was. */
     private readonly again: (() => void) | undefined,
+    /** Told once the request was written (ports/outbound.ts `onSent`). */
+    private readonly written: () => void,
   ) {
     signal.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -159,7 +161,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     this.controller = controller;
-    awaitSend((sent) => (this.sent = sent));
+    awaitSend((sent) => {
+      this.sent = sent;
+      // Told just before undici writes the request; the microtask runs once that write returned.
+      queueMicrotask(this.written);
+    });
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
@@ -303,6 +309,12 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
       headers: t.authorization === undefined ? post.headers : { ...post.headers, authorization: t.authorization },
       body: Buffer.from(post.body),
     };
+    let told = post.onSent === undefined;
+    const written = () => {
+      if (told) return;
+      told = true;
+      post.onSent!();
+    };
     return new Promise<OutboundAnswer>((resolveAnswer, reject) => {
       const rejectNamed = (error: unknown) => {
         if (post.signal.aborted) reject(abortError(post.signal));
@@ -316,9 +328,9 @@ export function nodeOutbound(options: NodeOutboundOptions): NodeOutbound {
           return;
         }
         options.onResend?.();
-        dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, undefined));
+        dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, undefined, written));
       };
-      dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, again));
+      dispatcher.dispatch(request, new Exchange(maxBytes, post.signal, resolveAnswer, rejectNamed, again, written));
     });
   }
 

@@ -65,7 +65,9 @@ export function fetchOutbound(options: { allowPrivate: boolean; maxResponseBytes
       }
       let response: Response;
       try {
-        response = await fetch(url, { method: 'POST', headers: request.headers, body: request.body, redirect: 'manual', signal: request.signal });
+        const answer = fetch(url, { method: 'POST', headers: request.headers, body: request.body, redirect: 'manual', signal: request.signal });
+        request.onSent?.();
+        response = await answer;
       } catch (error) {
         throw new Error(`cannot reach ${target.origin}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
       }
