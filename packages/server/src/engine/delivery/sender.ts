@@ -24,7 +24,6 @@ import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
 import { outcomeOf, recordAttempt } from './attempt-record.js';
-import { CallDeadline } from './call-deadline.js';
 import { DeliveryFailures } from './failures.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver } from './processor-driver.js';
@@ -261,11 +260,9 @@ export class StreamSender implements SendLoop {
     const row = this.actor.subscriptions.get(key)!;
     const flight: Flight = { run: runOf(this.actor.coreState!.streamId, row) };
     this.flights.set(key, flight);
-    // One timer for the timeouts of all the flight's calls (call-deadline.ts).
-    const timeouts = new CallDeadline(this.deps.timer, this.deps.clock);
     try {
-      let step = await this.deliverOnce(key, flight, timeouts, undefined);
-      while (step.again) step = await this.deliverOnce(key, flight, timeouts, step.next);
+      let step = await this.deliverOnce(key, flight, undefined);
+      while (step.again) step = await this.deliverOnce(key, flight, step.next);
     } catch (error) {
       // Our own fault, not the event's: it backs off and counts towards the halt like an outage,
       // so a persistent fault ends in a visible halt instead of a quiet loop.
@@ -278,7 +275,6 @@ export class StreamSender implements SendLoop {
           .catch((again: unknown) => this.deps.log(`could not record the failure of ${this.actor.path} subscription "${key}"`, again));
       }
     } finally {
-      timeouts.close();
       if (this.flights.get(key) === flight) this.flights.delete(key);
       // The next batch may be owed at once: look again on the next microtask, not a timer tick.
       this.recheck();
@@ -293,7 +289,7 @@ export class StreamSender implements SendLoop {
     this.actor.store.storage.transaction(() => this.actor.subscriptions.write(row), { durable: false });
   }
 
-  private async deliverOnce(key: string, flight: Flight, timeouts: CallDeadline, ahead: Prepared | undefined): Promise<Step> {
+  private async deliverOnce(key: string, flight: Flight, ahead: Prepared | undefined): Promise<Step> {
     let current = this.current(key, flight);
     const entry = this.entryOf(key);
     if (!current || !entry) return STOP;
@@ -321,7 +317,7 @@ export class StreamSender implements SendLoop {
     // before that write, delaying every POST by the preparation of the next (bench/README.md).
     let sent!: () => void;
     const out = new Promise<void>((resolve) => (sent = resolve));
-    const answer = this.call(prepared, timeout, timeouts, sent);
+    const answer = this.call(prepared, timeout, sent);
     answer.then(sent, sent);
     const cursorAfter = prepared.cursorAfter;
     const next = readsAhead(entry, current) ? out.then(() => this.preparer.ahead(key, entry, flight, cursorAfter)) : undefined;
@@ -361,7 +357,7 @@ export class StreamSender implements SendLoop {
   }
 
   /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it); `onSent` as in ports/outbound.ts. */
-  private call(prepared: Prepared, timeoutMs: number, deadline: CallDeadline, onSent: () => void): Promise<DeliveryOutcome> {
+  private call(prepared: Prepared, timeoutMs: number, onSent: () => void): Promise<DeliveryOutcome> {
     const action = prepared.ctx.entry.configuration.receiver.action;
     const receiver = this.deps.receivers[action];
     if (!receiver) return Promise.resolve({ ok: false, kind: 'unavailable', error: `this server has no ${action} receiver` });
@@ -371,10 +367,10 @@ export class StreamSender implements SendLoop {
       const settle = (outcome: DeliveryOutcome) => {
         if (settled) return;
         settled = true;
-        deadline.clear();
+        cancelTimer();
         resolve(outcome);
       };
-      deadline.start(timeoutMs, () => {
+      const cancelTimer = this.deps.timer.set(timeoutMs, () => {
         settle({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
         abort.abort();
       });
@@ -382,7 +378,7 @@ export class StreamSender implements SendLoop {
       try {
         sent = prepared.call ? prepared.call.send(abort.signal, onSent) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
       } catch (error) {
-        deadline.clear();
+        cancelTimer();
         reject(error);
         return;
       }
