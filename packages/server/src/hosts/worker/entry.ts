@@ -123,7 +123,11 @@ export default {
     try {
       const url = new URL(request.url);
       const refusal = openModeRefusal(env);
-      if (refusal !== null && url.pathname !== '/healthz') throw new RivuletError('UNAVAILABLE', refusal);
+      if (refusal !== null) {
+        // The process answers (liveness), but it is not fit to serve (readiness): protocol §15.1.
+        if (url.pathname === '/readyz') throw new RivuletError('UNAVAILABLE', `not ready: ${refusal}`);
+        if (url.pathname !== '/healthz' && url.pathname !== '/livez') throw new RivuletError('UNAVAILABLE', refusal);
+      }
       if (request.headers.get('upgrade')?.toLowerCase() === 'websocket') {
         if (url.pathname !== RPC_PATH) throw new RivuletError('NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; RPC is at ${RPC_PATH}`);
         return await rpcUpgrade(request, env);
