@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 async function call(method: string, path: string, body?: string): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${url}${path}`, { method, body, headers: body ? { 'content-type': 'application/json' } : {} });
+  const res = await fetch(`${url}${path}`, { method, body: body ?? null, headers: body ? { 'content-type': 'application/json' } : {} });
   return { status: res.status, json: await res.json() };
 }
 
