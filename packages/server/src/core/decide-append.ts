@@ -13,12 +13,11 @@ import {
   INTERNAL_IDEMPOTENCY_PREFIX,
   RivuletError,
   type CommittedEvent,
-  type CopyHop,
   type CoreState,
 } from '@rivulet/contract';
 import type { AppendInput, Authority } from './append-input.js';
 import { canonicalJson } from './canonical-json.js';
-import { reduce, reduceCopies, sameInboundRun } from './reduce.js';
+import { reduce } from './reduce.js';
 import { utf8Length } from './sizes.js';
 
 export interface DecideEnv {
@@ -137,21 +136,11 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     fresh.push(created);
   }
 
-  // Copies of one batch share their last hop, so they are folded as one run (reduceCopies) rather
-  // than one state per copy: `run` is the run not yet folded into `state`. Only a copy is judged on
-  // a state without it; a copy's checks read nothing copies change (the pause flag; control rules
-  // skip copies), and anything else folds the run first.
-  let run: { hop: CopyHop; count: number; lastOffset: number } | undefined;
-
   // A plain loop and no closures: this runs for every append (the `where` of a message is built
   // only when it is thrown).
   for (let index = 0; index < inputs.length; index++) {
     const raw = inputs[index]!;
     const input = env.normalizeControl ? env.normalizeControl(raw) : raw;
-    if (run !== undefined && input.source === undefined) {
-      state = reduceCopies(state, run.hop, run.count, run.lastOffset, env.now);
-      run = undefined;
-    }
     if (input.idempotencyKey !== undefined) {
       const stored = inBatch?.get(input.idempotencyKey) ?? env.lookupIdempotent(input.idempotencyKey);
       if (stored) {
@@ -196,24 +185,13 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     const f = freshEvent(env, head + 1, input);
     const event = f.event;
     head = event.offset;
-    if (!event.ephemeral) {
-      const hops = event.source?.copiedFrom;
-      const hop = hops !== undefined && hops.length > 0 ? hops[hops.length - 1]! : undefined;
-      if (hop !== undefined && run !== undefined && sameInboundRun(run.hop, hop)) {
-        run.count++;
-        run.lastOffset = event.offset;
-      } else {
-        if (run !== undefined) state = reduceCopies(state, run.hop, run.count, run.lastOffset, env.now);
-        run = hop !== undefined ? { hop, count: 1, lastOffset: event.offset } : undefined;
-        if (hop === undefined) state = reduce(state, event);
-      }
-    }
+    if (!event.ephemeral) state = reduce(state, event);
     fresh.push(f);
     if (event.idempotencyKey !== undefined && index + 1 < inputs.length) (inBatch ??= new Map()).set(event.idempotencyKey, event);
     results.push(event);
   }
 
-  const finalState = run === undefined ? state : reduceCopies(state, run.hop, run.count, run.lastOffset, env.now);
+  const finalState = state;
   if (fresh.length === 0) return { results, fresh, state: finalState, stateJson: null, stateBytes: env.stateBytes, head };
   // The common append changes only the counters: its size follows from their digits, and the state
   // text need not be serialised at all. Anything else is serialised and measured (protocol §4.6).

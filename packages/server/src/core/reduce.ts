@@ -140,30 +140,7 @@ function withOutbound(state: CoreState, byKey: Record<string, OutboundEntry>): C
   return rebuilt(state, state.eventCount, state.maxOffset, { inbound: state.subscriptions.inbound, outbound: { byKey } });
 }
 
-/**
- * What folding `count` copies one by one reaches, in one step: copies whose last hops share `hop`'s
- * source path, subscription key and stamp, at offsets up to `lastOffset`, all received at
- * `receivedAt` (one append's copies share its createdAt). After the first of them the record holds
- * `hop`'s stamp, so each further one is accepted and counts one more; one that is fenced off leaves
- * the record as it is, and so do all of them. decide-append.ts folds a copy batch this way, once
- * (reduce-inbound.test.ts compares it with the fold one by one).
- */
-export function reduceCopies(state: CoreState, hop: CopyHop, count: number, lastOffset: number, receivedAt: string): CoreState {
-  return foldInbound(rebuilt(state, state.eventCount + count, lastOffset, state.subscriptions), hop, receivedAt, count);
-}
-
-/** Whether two last hops name the same inbound record and stamp, so that reduceCopies may fold them as one run. */
-export function sameInboundRun(a: CopyHop, b: CopyHop): boolean {
-  return (
-    a.path === b.path &&
-    a.subscriptionKey === b.subscriptionKey &&
-    a.streamId === b.streamId &&
-    a.streamCreatedAt === b.streamCreatedAt &&
-    a.cursorChangedAtSourceOffset === b.cursorChangedAtSourceOffset
-  );
-}
-
-function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string, count = 1): CoreState {
+function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string): CoreState {
   const bySourcePath = state.subscriptions.inbound.bySourcePath;
   const forPath = bySourcePath[hop.path] ?? {};
   const previous = forPath[hop.subscriptionKey];
@@ -172,7 +149,7 @@ function foldInbound(state: CoreState, hop: CopyHop, receivedAt: string, count =
     streamId: hop.streamId,
     streamCreatedAt: hop.streamCreatedAt,
     cursorChangedAtSourceOffset: hop.cursorChangedAtSourceOffset,
-    numEventsReceived: previous && sameLifetime(previous, hop) ? previous.numEventsReceived + count : count,
+    numEventsReceived: previous && sameLifetime(previous, hop) ? previous.numEventsReceived + 1 : 1,
     lastEventReceivedAt: receivedAt,
   };
   let nextBySourcePath = { ...bySourcePath, [hop.path]: { ...forPath, [hop.subscriptionKey]: record } };
