@@ -11,10 +11,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { CLI, procCpuMs, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
-import { call, fmtMs, fmtN, fmtX, machineInfo, table, writeResult } from '../lib/report.mjs';
+import { call, fmtMs, fmtN, machineInfo, table, writeResult } from '../lib/report.mjs';
+import { prepareStreams } from './filtered.mjs';
+import { createNatsSources, createRivuletSubscriptions, rssMb, settleAndIdle } from './idle.mjs';
+import { natsLiveLag, rivuletLiveLag } from './live-lag.mjs';
 import { appendLoad, catchUpRead, eventBody } from './load.mjs';
 import { ensurePrograms, natsSourcingDrain, redisPreload, redisXadd, redisXrange, startNats, startRedis } from './peers.mjs';
-import { cost, median, ratio, roundOrder, verdict } from './verdict.mjs';
+import { targetLines } from './targets.mjs';
+import { median, roundOrder } from './verdict.mjs';
 
 const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers -- [options])
 
@@ -24,7 +28,13 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --redis-requests N   XADDs per Redis measurement with 50 clients (default 150000; x2 with 200)
   --copy-events N      events in the copy backlog drain (default 200000)
   --read-events N      events in the catch-up read stream (default 200000; the issue's is 1000000)
-  --only LIST          groups to run: appends,appends200,copy,reads (default all)
+  --lag-rate N         events per second into the source in the live lag group (default 1000)
+  --lag-seconds S      seconds of publishing in the live lag group, the first one not measured (default 6)
+  --idle-streams N     streams with one copy subscription each in the idle group (default 10000)
+  --idle-seconds S     seconds of idle CPU measured in the idle group (default 30)
+  --nats-idle-streams N  NATS stream pairs (a stream and one sourcing it) in the idle group (default 10000)
+  --nats-idle-budget S   at most this long creating them; fewer are measured and said (default 120)
+  --only LIST          groups to run: appends,appends200,copy,lag,reads,subs,idle (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
                        appends with keys, copy drain and catch-up read run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
@@ -40,6 +50,12 @@ const { values: flags } = parseArgs({
     'redis-requests': { type: 'string', default: '150000' },
     'copy-events': { type: 'string', default: '200000' },
     'read-events': { type: 'string', default: '200000' },
+    'lag-rate': { type: 'string', default: '1000' },
+    'lag-seconds': { type: 'string', default: '6' },
+    'idle-streams': { type: 'string', default: '10000' },
+    'idle-seconds': { type: 'string', default: '30' },
+    'nats-idle-streams': { type: 'string', default: '10000' },
+    'nats-idle-budget': { type: 'string', default: '120' },
     only: { type: 'string' },
     'ab-cli': { type: 'string' },
     'no-install': { type: 'boolean', default: false },
@@ -64,7 +80,13 @@ const cfg = {
   redisRequests: positive('redis-requests'),
   copyEvents: positive('copy-events'),
   readEvents: positive('read-events'),
-  groups: flags.only ? flags.only.split(',') : ['appends', 'appends200', 'copy', 'reads'],
+  lagRate: positive('lag-rate'),
+  lagSeconds: positive('lag-seconds'),
+  idleStreams: positive('idle-streams'),
+  idleMs: positive('idle-seconds') * 1000,
+  natsIdleStreams: positive('nats-idle-streams'),
+  natsIdleBudgetMs: positive('nats-idle-budget') * 1000,
+  groups: flags.only ? flags.only.split(',') : ['appends', 'appends200', 'copy', 'lag', 'reads', 'subs', 'idle'],
   streams: 100,
   page: 500,
   timeoutMs: 180_000,
@@ -100,11 +122,15 @@ async function withServer(kind, label, fn) {
   }
 }
 
-/** An HTTP append measurement of Rivulet or the toy: 100 streams, a fresh event per request. */
-function httpAppends(kind, clients, keys) {
+/**
+ * An HTTP append measurement of Rivulet or the toy: 100 streams, a fresh event per request;
+ * `setup(server)` runs before the load (and before its CPU is counted).
+ */
+function httpAppends(kind, clients, keys, setup) {
   const pathOf = kind.startsWith('rivulet') ? (i) => `/v1/streams/bench/b-${String(i).padStart(3, '0')}` : (i) => `/b-${i}`;
   return (label) =>
     withServer(kind, label, async (server) => {
+      await setup?.(server);
       const cpu0 = procCpuMs(server.child.pid);
       const r = await appendLoad({ url: server.url, clients, streams: cfg.streams, keys, warmupMs: cfg.warmupMs, durationMs: cfg.durationMs, pathOf });
       if (r.errors) throw new Error(`${label}: ${r.errors} failed requests, first: ${r.firstError}`);
@@ -164,6 +190,30 @@ const redisRead = (label) =>
     return redisXrange(redis, { count: cfg.readEvents, page: cfg.page, pages, timeoutMs: cfg.timeoutMs });
   });
 
+/** The live copy lag: the same rate and count for both, the first second not measured. */
+const lagLoad = () => ({ rate: cfg.lagRate, count: cfg.lagRate * cfg.lagSeconds, warm: cfg.lagRate, timeoutMs: 30_000 });
+const rivuletLag = (label) => withServer('rivulet', label, (server) => rivuletLiveLag(server, lagLoad()));
+const natsLag = (label) => withServer('nats', label, (nats) => natsLiveLag(nats, lagLoad()));
+
+/** The subs group: the appends load with keys, with `perStream` non-matching subscriptions per stream. */
+const filteredAppends = (perStream) => httpAppends('rivulet', 50, true, (server) => prepareStreams(server.url, { streams: cfg.streams, perStream }));
+
+/** Rivulet idle: `streams` source streams with one copy subscription each (0: an empty server). */
+const rivuletIdle = (streams) => (label) =>
+  withServer('rivulet', label, async (server) => {
+    if (streams > 0) await createRivuletSubscriptions(server.url, streams);
+    return { streams, ...(await settleAndIdle(server.child.pid, { idleMs: cfg.idleMs })) };
+  });
+
+/** NATS idle: as many stream pairs as it creates within the budget; its RSS before them is its empty figure. */
+const natsIdle = (label) =>
+  withServer('nats', label, async (nats) => {
+    const { rssMb: emptyRssMb } = await settleAndIdle(nats.pid, { idleMs: 1000 });
+    const made = await createNatsSources(nats, cfg.natsIdleStreams, cfg.natsIdleBudgetMs);
+    const r = await settleAndIdle(nats.pid, { idleMs: cfg.idleMs });
+    return { streams: made.made, createSeconds: made.createSeconds, emptyRssMb, ...r, rssNow: rssMb(nats.pid) };
+  });
+
 /** Appends `count` ~150-byte events to `path` in requests of 1000. */
 async function preloadRivulet(url, path, count) {
   for (let done = 0; done < count; ) {
@@ -197,14 +247,30 @@ const GROUPS = {
     ['nats-sourcing', natsCopy, natsOff],
     ...(flags['ab-cli'] ? [['rivulet-ab-copy', rivuletCopy('rivulet-ab'), null]] : []),
   ],
+  lag: [
+    ['rivulet-lag', rivuletLag, null],
+    ['nats-lag', natsLag, natsOff],
+  ],
   reads: [
     ['rivulet-read', rivuletRead('rivulet'), null],
     ['redis-xrange', redisRead, redisOff],
     ...(flags['ab-cli'] ? [['rivulet-ab-read', rivuletRead('rivulet-ab'), null]] : []),
   ],
+  subs: [
+    ['rivulet-subs10', filteredAppends(10), null],
+    ['rivulet-subs0', filteredAppends(0), null],
+  ],
+  idle: [
+    ['rivulet-idle-empty', rivuletIdle(0), null],
+    ['rivulet-idle-subs', rivuletIdle(cfg.idleStreams), null],
+    // Once, in the first round: creating the streams takes NATS minutes (bench/README).
+    ['nats-idle', natsIdle, natsOff, { once: true }],
+  ],
 };
 
 function describe(name, r) {
+  if (r.lagP99ms !== undefined) return `lag p50 ${fmtMs(r.lagP50ms)} p99 ${fmtMs(r.lagP99ms)} max ${fmtMs(r.lagMaxms)} ms at ${fmtN(r.perSec)}/s, ${r.cpuUsPerEvent.toFixed(1)} µs CPU/event`;
+  if (r.idleCpuPct !== undefined) return `${fmtN(r.streams)} streams: RSS ${r.rssMb.toFixed(1)} MB, idle CPU ${r.idleCpuPct.toFixed(2)} % (settled in ${r.settleSeconds.toFixed(0)} s${r.settledInTime ? '' : ', not within the limit'})`;
   if (r.p99ms !== undefined) return `${fmtN(r.perSec)}/s p50 ${fmtMs(r.p50ms)} p99 ${fmtMs(r.p99ms)} ms, ${fmtN(r.cpuUsPerReq)} µs CPU/req`;
   if (r.cpuUsPerCopy !== undefined) return `${fmtN(r.perSec)} copies/s (${fmtMs(r.seconds)} s), ${r.cpuUsPerCopy.toFixed(1)} µs CPU/copy`;
   return `${fmtN(r.eventsPerSec)} events/s, ${r.cpuUsPerEvent.toFixed(2)} µs CPU/event`;
@@ -229,7 +295,8 @@ async function main() {
     .flatMap(([, contenders]) => contenders.filter(([, , skip]) => !skip));
   for (let round = 0; round < cfg.rounds; round++) {
     console.log(`round ${round + 1}/${cfg.rounds} (load ${loadavg()})`);
-    for (const [name, run] of roundOrder(names, round)) {
+    for (const [name, run, , options] of roundOrder(names, round)) {
+      if (options?.once && round > 0) continue;
       const r = await run(`${name}-r${round}`);
       runs.push({ name, round, ...r });
       console.log(`  ${name.padEnd(17)} ${describe(name, r)}`);
@@ -242,42 +309,25 @@ async function main() {
     const rs = runs.filter((r) => r.name === name);
     summary[name] = Object.fromEntries(Object.keys(rs[0]).filter((k) => typeof rs[0][k] === 'number' && k !== 'round').map((k) => [k, med(name, k)]));
   }
-  const rows = Object.entries(summary).map(([name, s]) => [
-    name,
-    fmtN(s.perSec ?? s.eventsPerSec),
-    s.p99ms === undefined ? '-' : fmtMs(s.p99ms),
-    fmtMs(s.cpuUsPerReq ?? s.cpuUsPerCopy ?? s.cpuUsPerEvent),
-  ]);
-  console.log(`\n${table(['contender', 'per s', 'p99 ms', 'CPU µs each'], rows)}`);
+  const rate = (s) => s.perSec ?? s.eventsPerSec;
+  const rows = Object.entries(summary)
+    .filter(([, s]) => rate(s) !== undefined)
+    .map(([name, s]) => [
+      name,
+      fmtN(rate(s)),
+      fmtMs(s.p99ms ?? s.lagP99ms),
+      fmtMs(s.cpuUsPerReq ?? s.cpuUsPerCopy ?? s.cpuUsPerEvent),
+    ]);
+  if (rows.length) console.log(`\n${table(['contender', 'per s', 'p99 ms (lag: copy lag)', 'CPU µs each'], rows)}`);
+  const idleRows = Object.entries(summary)
+    .filter(([, s]) => s.idleCpuPct !== undefined)
+    .map(([name, s]) => [name, fmtN(s.streams), s.rssMb.toFixed(1), s.idleCpuPct.toFixed(2)]);
+  if (idleRows.length) console.log(`\n${table(['contender', 'streams', 'RSS MB', 'idle CPU %'], idleRows)}`);
 
   const s = (name, field) => summary[name]?.[field] ?? NaN;
-  const pct = (n) => (Number.isFinite(n) ? `${(n * 100).toFixed(1)} %` : '-');
-  const keysVsToy = ratio(s('rivulet-keys', 'perSec'), s('toy-keys', 'perSec'));
-  const targets = [
-    ['appends 50 clients/100 streams/unique keys >= 1.0x the group-commit toy', fmtX(keysVsToy), verdict(keysVsToy, '>=', 1)],
-    ['  ... and p99 < 15 ms', `${fmtMs(s('rivulet-keys', 'p99ms'))} ms`, verdict(s('rivulet-keys', 'p99ms'), '<', 15)],
-    ['  ... Redis XADD appendfsync always (goal, reported)', fmtX(ratio(s('rivulet-keys', 'perSec'), s('redis-xadd', 'perSec'))), 'INFO'],
-    ...(flags['ab-cli']
-      ? [
-          ['  ... this build ÷ --ab-cli build, appends with keys', fmtX(ratio(s('rivulet-keys', 'perSec'), s('rivulet-ab-keys', 'perSec'))), 'INFO'],
-          ['  ... CPU per append, this build ÷ --ab-cli build', fmtX(ratio(s('rivulet-keys', 'cpuUsPerReq'), s('rivulet-ab-keys', 'cpuUsPerReq'))), 'INFO'],
-        ]
-      : []),
-    ['idempotency keys cost <= 10 % of throughput (Rivulet)', pct(cost(s('rivulet-keys', 'perSec'), s('rivulet-nokeys', 'perSec'))), verdict(cost(s('rivulet-keys', 'perSec'), s('rivulet-nokeys', 'perSec')), '<=', 0.1)],
-    ['  ... the toy, for comparison', pct(cost(s('toy-keys', 'perSec'), s('toy-nokeys', 'perSec'))), 'INFO'],
-    ['200 clients: p99 < 25 ms', `${fmtMs(s('rivulet-keys-200', 'p99ms'))} ms, ${fmtX(ratio(s('rivulet-keys-200', 'perSec'), s('redis-xadd-200', 'perSec')))} Redis`, verdict(s('rivulet-keys-200', 'p99ms'), '<', 25)],
-    ['copy backlog drain >= 0.5x NATS JetStream sourcing', fmtX(ratio(s('rivulet-copy', 'perSec'), s('nats-sourcing', 'perSec'))), verdict(ratio(s('rivulet-copy', 'perSec'), s('nats-sourcing', 'perSec')), '>=', 0.5)],
-    ['catch-up reads, pages of 500 >= 1.0x Redis XRANGE', fmtX(ratio(s('rivulet-read', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'))), verdict(ratio(s('rivulet-read', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec')), '>=', 1)],
-    ...(flags['ab-cli']
-      ? [
-          ['  ... this build ÷ --ab-cli build: copies/s, CPU per copy', `${fmtX(ratio(s('rivulet-copy', 'perSec'), s('rivulet-ab-copy', 'perSec')))}, ${fmtX(ratio(s('rivulet-copy', 'cpuUsPerCopy'), s('rivulet-ab-copy', 'cpuUsPerCopy')))}`, 'INFO'],
-          ['  ... this build ÷ --ab-cli build: events read/s, CPU per event', `${fmtX(ratio(s('rivulet-read', 'eventsPerSec'), s('rivulet-ab-read', 'eventsPerSec')))}, ${fmtX(ratio(s('rivulet-read', 'cpuUsPerEvent'), s('rivulet-ab-read', 'cpuUsPerEvent')))}`, 'INFO'],
-        ]
-      : []),
-  ];
+  const targets = targetLines(s, { abCli: Boolean(flags['ab-cli']), groups: cfg.groups });
   console.log('');
   for (const [target, value, v] of targets) console.log(`${v.padEnd(4)}  ${target}: ${value}`);
-  console.log('NOT MEASURED  live copy lag p99 vs NATS; ten non-matching subscriptions < 5 %; memory and idle CPU (issue 19 §2, §4)');
   if (cfg.rounds < 3) console.log(`only ${cfg.rounds} round(s): the issue's targets need medians of >= 3; no verdict here is final`);
   const loadEnd = loadavg();
   const wallSeconds = (performance.now() - wall0) / 1000;

@@ -58,3 +58,56 @@ export function parseRedisBenchmarkCsv(text) {
   };
   return { rps: at('rps'), p50ms: at('p50_latency_ms'), p99ms: at('p99_latency_ms') };
 }
+
+/**
+ * The p-th percentile (0 < p ≤ 100) of `values` by the nearest-rank method: the smallest value with
+ * at least p % of the values at or below it. Missing values are ignored; NaN when none is left.
+ */
+export function percentile(values, p) {
+  if (!(p > 0 && p <= 100)) throw new Error(`percentile must be in (0, 100], got ${p}`);
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  return v[Math.min(v.length, Math.ceil((p / 100) * v.length)) - 1];
+}
+
+/**
+ * How many of `total` items a steady pacer of `ratePerSec` owes by `elapsedMs` after its start:
+ * item i is due at i / rate seconds, so the first is due at once and none beyond `total`.
+ */
+export function dueCount(elapsedMs, ratePerSec, total) {
+  if (elapsedMs < 0) return 0;
+  return Math.min(total, Math.floor((elapsedMs * ratePerSec) / 1000) + 1);
+}
+
+/**
+ * The live copy lags of a run: for every item measured, the time from its source acknowledgement
+ * (`ackAt[i]`) to its copy being read on the target (`seenAt[i]`), both on one clock. An item that
+ * was acknowledged but never seen is `missing` (a run with any missing copy has no verdict); an
+ * item seen before its acknowledgement arrived (the copy can overtake the answer to the publisher)
+ * counts as a lag of 0.
+ */
+export function copyLags(ackAt, seenAt) {
+  const lags = [];
+  let missing = 0;
+  for (let i = 0; i < ackAt.length; i++) {
+    if (!Number.isFinite(ackAt[i])) continue;
+    if (!Number.isFinite(seenAt[i])) missing++;
+    else lags.push(Math.max(0, seenAt[i] - ackAt[i]));
+  }
+  return { lags, missing };
+}
+
+/**
+ * Whether a process's memory has settled: the last `window` samples (MB) span no more than
+ * `toleranceMb`. Fewer samples than the window never count as settled.
+ */
+export function settled(samples, window, toleranceMb) {
+  if (samples.length < window) return false;
+  const last = samples.slice(-window);
+  return Math.max(...last) - Math.min(...last) <= toleranceMb;
+}
+
+/** CPU time as a share of one core over a wall-clock window (0.002 = 0.2 %); NaN without a window. */
+export function cpuShare(cpuMs, wallMs) {
+  return Number.isFinite(cpuMs) && Number.isFinite(wallMs) && wallMs > 0 ? cpuMs / wallMs : NaN;
+}

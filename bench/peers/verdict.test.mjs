@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cost, median, parseRedisBenchmarkCsv, ratio, roundOrder, verdict } from './verdict.mjs';
+import { targetLines } from './targets.mjs';
+import { copyLags, cost, cpuShare, dueCount, median, parseRedisBenchmarkCsv, percentile, ratio, roundOrder, settled, verdict } from './verdict.mjs';
 
 describe('bench/peers verdicts', () => {
   it('takes the median of odd and even counts, ignoring missing values', () => {
@@ -46,5 +47,87 @@ describe('bench/peers verdicts', () => {
     ].join('\n');
     expect(parseRedisBenchmarkCsv(csv)).toEqual({ rps: 44722.72, p50ms: 0.975, p99ms: 2.215 });
     expect(() => parseRedisBenchmarkCsv('Could not connect to Redis')).toThrow(/no CSV result/);
+  });
+});
+
+describe('bench/peers lag, pacing and idle figures', () => {
+  it('takes nearest-rank percentiles, ignoring missing values', () => {
+    const hundred = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted
+    expect(percentile(hundred, 50)).toBe(50);
+    expect(percentile(hundred, 99)).toBe(99);
+    expect(percentile(hundred, 100)).toBe(100);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([1, 2, 3, NaN], 100)).toBe(3);
+    expect(percentile([], 50)).toBeNaN();
+    expect(() => percentile([1], 0)).toThrow(/percentile must be in/);
+    expect(() => percentile([1], 101)).toThrow(/percentile must be in/);
+  });
+
+  it('paces items steadily: the first at once, one more every 1/rate s, never beyond the total', () => {
+    expect(dueCount(-1, 1000, 10)).toBe(0);
+    expect(dueCount(0, 1000, 10)).toBe(1);
+    expect(dueCount(0.999, 1000, 10)).toBe(1);
+    expect(dueCount(1, 1000, 10)).toBe(2);
+    expect(dueCount(2500, 2, 100)).toBe(6);
+    expect(dueCount(60_000, 1000, 5000)).toBe(5000);
+  });
+
+  it('measures each copy from its acknowledgement, counting copies never seen as missing', () => {
+    const { lags, missing } = copyLags([10, 20, 30, undefined], [15, 19.5, undefined, 40]);
+    // Item 1 was seen before its acknowledgement arrived: lag 0. Item 2 never came. Item 3 was never acknowledged.
+    expect(lags).toEqual([5, 0]);
+    expect(missing).toBe(1);
+  });
+
+  it('calls memory settled only over a full window within the tolerance', () => {
+    expect(settled([100, 100.5, 101], 4, 1)).toBe(false);
+    expect(settled([90, 100, 100.5, 101], 3, 1)).toBe(true);
+    expect(settled([90, 100, 100.5, 101.01], 3, 1)).toBe(false);
+  });
+
+  it('reports CPU as a share of one core, NaN without a window', () => {
+    expect(cpuShare(60, 30_000)).toBeCloseTo(0.002);
+    expect(cpuShare(60, 0)).toBeNaN();
+    expect(cpuShare(NaN, 1000)).toBeNaN();
+  });
+});
+
+describe('bench/peers target lines', () => {
+  const summary = {
+    'rivulet-lag': { lagP50ms: 2, lagP99ms: 9 },
+    'nats-lag': { lagP50ms: 1, lagP99ms: 9 },
+    'rivulet-subs10': { perSec: 951, cpuUsPerReq: 60 },
+    'rivulet-subs0': { perSec: 1000, cpuUsPerReq: 50 },
+    'rivulet-idle-empty': { rssMb: 80, idleCpuPct: 0.1 },
+    'rivulet-idle-subs': { rssMb: 120, idleCpuPct: 0.2 },
+  };
+  const s = (name, field) => summary[name]?.[field] ?? NaN;
+  const verdicts = (groups) => Object.fromEntries(targetLines(s, { groups }).map(([t, , v]) => [t.trim(), v]));
+
+  it('judges the lag, filtered-subscription and idle targets at their limits', () => {
+    const v = verdicts(['lag', 'subs', 'idle']);
+    expect(v['live copy lag p99 <= NATS sourcing']).toBe('PASS');
+    expect(v['ten subscriptions with non-matching filters cost < 5 % of append throughput']).toBe('PASS');
+    expect(v['streams with a copy subscription each: RSS above an empty server <= 40 MB']).toBe('PASS');
+    expect(v['... and CPU while idle <= 0.2 %']).toBe('PASS');
+    summary['rivulet-lag'].lagP99ms = 9.01;
+    summary['rivulet-subs10'].perSec = 950;
+    summary['rivulet-idle-subs'].rssMb = 120.1;
+    summary['rivulet-idle-subs'].idleCpuPct = 0.21;
+    const w = verdicts(['lag', 'subs', 'idle']);
+    expect(w['live copy lag p99 <= NATS sourcing']).toBe('MISS');
+    expect(w['ten subscriptions with non-matching filters cost < 5 % of append throughput']).toBe('MISS');
+    expect(w['streams with a copy subscription each: RSS above an empty server <= 40 MB']).toBe('MISS');
+    expect(w['... and CPU while idle <= 0.2 %']).toBe('MISS');
+  });
+
+  it('skips a target whose contender did not run, and lists only the groups run', () => {
+    delete summary['nats-lag'];
+    delete summary['rivulet-idle-empty'];
+    const v = verdicts(['lag', 'idle']);
+    expect(v['live copy lag p99 <= NATS sourcing']).toBe('SKIP');
+    expect(v['streams with a copy subscription each: RSS above an empty server <= 40 MB']).toBe('SKIP');
+    expect(Object.keys(v).some((t) => t.startsWith('ten subscriptions'))).toBe(false);
+    expect(Object.keys(verdicts(['reads']))).toEqual(['catch-up reads, pages of 500 >= 1.0x Redis XRANGE']);
   });
 });
