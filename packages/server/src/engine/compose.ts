@@ -52,6 +52,8 @@ export interface EngineOptions extends EnginePorts {
   store?: StreamStoreOptions;
   /** Actors kept in memory before idle ones are evicted (the registry's default otherwise). */
   maxActors?: number;
+  /** Drop actors unused for a whole period of this many ms too (registry.ts; off when absent). */
+  actorIdleSweepMs?: number;
   /** Backlog and batch bounds of live connections (tests make them small). */
   connectionLimits?: Partial<ConnectionLimits>;
   /** Told after every commit, after delivery was poked (the Worker host keeps its project index in step). */
@@ -118,6 +120,7 @@ export function composeEngine(options: EngineOptions): Engine {
       canEvict: (actor: StreamActor) => !delivery.isBusy(actor),
       onEvict: (actor: StreamActor) => delivery.forget(actor),
       ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
+      ...(options.actorIdleSweepMs !== undefined ? { idleSweepMs: options.actorIdleSweepMs } : {}),
     },
   );
   // Delivery progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first.

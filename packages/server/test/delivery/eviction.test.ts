@@ -97,4 +97,39 @@ describe('eviction of source streams', () => {
     // Redelivery starts again at the event it halted on.
     expect(h.itx.callsFor('k').at(-1)!.offsets[0]).toBe(h.eventsOfType('/s4', 'app/x')[0]!.offset);
   });
+
+  it('with an idle sweep, a quiet source leaves memory with its progress stored, whatever the number of actors', async () => {
+    h = await createHarness({ actorIdleSweepMs: 20 });
+    await h.configure('/s5', copySub('k', '/r5'));
+    await h.append('/s5', x(1));
+    await h.caughtUp('/s5', 'k');
+    const first = h.actor('/s5');
+    const head = first.durableHead;
+    // Far below maxActors: only the sweep can drop it, one to two periods after its last use.
+    await waitFor(() => !inMemory(first), 'the quiet source swept out', 5_000);
+    const again = h.actor('/s5');
+    expect(again).not.toBe(first);
+    expect(h.sub('/s5', 'k').acknowledgedOffset).toBe(head);
+    await h.append('/s5', x(2));
+    await h.caughtUp('/s5', 'k');
+    expect(h.eventsOfType('/r5', 'app/x').map((e) => (e.payload as { n: number }).n)).toEqual([1, 2]);
+  });
+
+  it('with an idle sweep, a source that owes a retry stays until it delivered', async () => {
+    h = await createHarness({ actorIdleSweepMs: 20, config: { retryBaseMs: 1_000, retryMaxMs: 1_000 } });
+    let calls = 0;
+    h.itx.script = () => (++calls === 1 ? unavailable() : ok());
+    await h.configure('/s6', itxSub('k'));
+    await h.append('/s6', x(1));
+    await waitFor(() => h.sub('/s6', 'k').nextAttemptAt !== null, 'the first attempt recorded as failed');
+    const source = h.actor('/s6');
+    // Several sweep periods pass while it backs off: it is busy, so it stays.
+    await settle(200);
+    expect(calls).toBe(1);
+    expect(inMemory(source)).toBe(true);
+    await waitFor(() => calls >= 2, 'the retry', 5_000);
+    await h.caughtUp('/s6', 'k');
+    await waitFor(() => !inMemory(source), 'the delivered source swept out', 5_000);
+  });
 });
+

@@ -198,6 +198,8 @@ export interface HarnessOptions {
   processorWaker?: ProcessorWaker;
   /** Actors the registry keeps in memory before it evicts idle ones (test/delivery/eviction.test.ts). */
   maxActors?: number;
+  /** The registry's idle sweep period (registry.ts; off when absent, as on the Worker host). */
+  actorIdleSweepMs?: number;
 }
 
 export const testConfig: EngineConfig = {
@@ -251,6 +253,7 @@ export class Harness {
         : { 'copy-to-stream': copy, 'itx-call': this.itx, 'webhook-post': options.webhookReceiver ?? this.webhook },
       processorWaker: options.processorWaker,
       ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
+      ...(options.actorIdleSweepMs !== undefined ? { actorIdleSweepMs: options.actorIdleSweepMs } : {}),
     });
     this.store = engine.store;
     this.registry = engine.registry;
@@ -339,6 +342,7 @@ export class Harness {
   async close(options: { keepStorage?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.registry.close();
     this.delivery?.close();
     this.itx.releaseAll();
     this.webhook.releaseAll();

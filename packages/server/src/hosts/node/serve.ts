@@ -226,6 +226,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
       'webhook-post': webhooks.receiver,
     },
     processorWaker: processorWakeReceiver(itx),
+    // Quiet streams leave memory after 30–60 s unused (architecture.md, "Actors come and go").
+    actorIdleSweepMs: 30_000,
   });
   const { delivery, service } = engine;
   // Online backups through the server's own connection (backup.ts, protocol §15.5).
@@ -365,6 +367,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         else logger.info?.('shutdown: requests in flight answered');
         await service.connections.closeAll('server-stopped');
         rpc.terminate();
+        engine.registry.close();
         delivery.close();
         await webhooks.close();
         logger.info?.('shutdown: delivery stopped');
