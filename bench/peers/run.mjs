@@ -32,11 +32,13 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --lag-seconds S      seconds of publishing in the live lag group, the first one not measured (default 6)
   --idle-streams N     streams with one copy subscription each in the idle group (default 10000)
   --idle-seconds S     seconds of idle CPU measured in the idle group (default 30)
+  --idle-wait S        seconds the idle group waits after creating the streams (default 120)
   --nats-idle-streams N  NATS stream pairs (a stream and one sourcing it) in the idle group (default 10000)
   --nats-idle-budget S   at most this long creating them; fewer are measured and said (default 120)
   --only LIST          groups to run: appends,appends200,copy,lag,reads,subs,idle (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
-                       appends with keys, copy drain and catch-up read run beside this build's in the same rounds, as ratios
+                       appends with keys, copy drain, catch-up read and (in the idle group) memory
+                       and idle CPU run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
   --no-write           do not write the JSON result file
@@ -54,6 +56,7 @@ const { values: flags } = parseArgs({
     'lag-seconds': { type: 'string', default: '6' },
     'idle-streams': { type: 'string', default: '10000' },
     'idle-seconds': { type: 'string', default: '30' },
+    'idle-wait': { type: 'string', default: '120' },
     'nats-idle-streams': { type: 'string', default: '10000' },
     'nats-idle-budget': { type: 'string', default: '120' },
     only: { type: 'string' },
@@ -84,6 +87,7 @@ const cfg = {
   lagSeconds: positive('lag-seconds'),
   idleStreams: positive('idle-streams'),
   idleMs: positive('idle-seconds') * 1000,
+  idleWaitMs: positive('idle-wait') * 1000,
   natsIdleStreams: positive('nats-idle-streams'),
   natsIdleBudgetMs: positive('nats-idle-budget') * 1000,
   groups: flags.only ? flags.only.split(',') : ['appends', 'appends200', 'copy', 'lag', 'reads', 'subs', 'idle'],
@@ -198,12 +202,23 @@ const natsLag = (label) => withServer('nats', label, (nats) => natsLiveLag(nats,
 /** The subs group: the appends load with keys, with `perStream` non-matching subscriptions per stream. */
 const filteredAppends = (perStream) => httpAppends('rivulet', 50, true, (server) => prepareStreams(server.url, { streams: cfg.streams, perStream }));
 
-/** Rivulet idle: `streams` source streams with one copy subscription each (0: an empty server). */
-const rivuletIdle = (streams) => (label) =>
-  withServer('rivulet', label, async (server) => {
-    if (streams > 0) await createRivuletSubscriptions(server.url, streams);
-    return { streams, ...(await settleAndIdle(server.child.pid, { idleMs: cfg.idleMs })) };
-  });
+/**
+ * Rivulet idle: two servers of this build with the same flags side by side, one empty and one
+ * given `streams` source streams with a copy subscription each; after the same wait (`--idle-wait`:
+ * long enough for quiet actors to leave memory, registry.ts, and for V8 to collect them) and a
+ * settled RSS, both are measured over the same idle window. Answers the loaded one's figures, the
+ * empty one's, and the difference of this round.
+ */
+const rivuletIdle = (streams, kind = 'rivulet') => (label) =>
+  withServer(kind, `${label}-empty`, (empty) =>
+    withServer(kind, label, async (server) => {
+      await createRivuletSubscriptions(server.url, streams);
+      const createdRssMb = rssMb(server.child.pid) - rssMb(empty.child.pid);
+      await new Promise((r) => setTimeout(r, cfg.idleWaitMs));
+      const [loaded, bare] = await Promise.all([settleAndIdle(server.child.pid, { idleMs: cfg.idleMs }), settleAndIdle(empty.child.pid, { idleMs: cfg.idleMs })]);
+      return { streams, ...loaded, emptyRssMb: bare.rssMb, emptyIdleCpuPct: bare.idleCpuPct, aboveEmptyMb: loaded.rssMb - bare.rssMb, createdAboveEmptyMb: createdRssMb };
+    }),
+  );
 
 /** NATS idle: as many stream pairs as it creates within the budget; its RSS before them is its empty figure. */
 const natsIdle = (label) =>
@@ -261,8 +276,8 @@ const GROUPS = {
     ['rivulet-subs0', filteredAppends(0), null],
   ],
   idle: [
-    ['rivulet-idle-empty', rivuletIdle(0), null],
-    ['rivulet-idle-subs', rivuletIdle(cfg.idleStreams), null],
+    ['rivulet-idle', rivuletIdle(cfg.idleStreams), null],
+    ...(flags['ab-cli'] ? [['rivulet-ab-idle', rivuletIdle(cfg.idleStreams, 'rivulet-ab'), null]] : []),
     // Once, in the first round: creating the streams takes NATS minutes (bench/README).
     ['nats-idle', natsIdle, natsOff, { once: true }],
   ],
@@ -270,7 +285,10 @@ const GROUPS = {
 
 function describe(name, r) {
   if (r.lagP99ms !== undefined) return `lag p50 ${fmtMs(r.lagP50ms)} p99 ${fmtMs(r.lagP99ms)} max ${fmtMs(r.lagMaxms)} ms at ${fmtN(r.perSec)}/s, ${r.cpuUsPerEvent.toFixed(1)} µs CPU/event`;
-  if (r.idleCpuPct !== undefined) return `${fmtN(r.streams)} streams: RSS ${r.rssMb.toFixed(1)} MB, idle CPU ${r.idleCpuPct.toFixed(2)} % (settled in ${r.settleSeconds.toFixed(0)} s${r.settledInTime ? '' : ', not within the limit'})`;
+  if (r.aboveEmptyMb !== undefined) {
+    return `${fmtN(r.streams)} streams: RSS ${r.rssMb.toFixed(1)} MB, ${r.aboveEmptyMb.toFixed(1)} MB above the empty server (${r.createdAboveEmptyMb.toFixed(1)} right after creating them), idle CPU ${r.idleCpuPct.toFixed(2)} % (empty ${r.emptyIdleCpuPct.toFixed(2)} %)${r.settledInTime ? '' : ', RSS not settled'}`;
+  }
+  if (r.idleCpuPct !== undefined) return `${fmtN(r.streams)} stream pairs (${r.createSeconds.toFixed(0)} s to create): RSS ${r.rssMb.toFixed(1)} MB (${r.emptyRssMb.toFixed(1)} empty), idle CPU ${r.idleCpuPct.toFixed(2)} %`;
   if (r.p99ms !== undefined) return `${fmtN(r.perSec)}/s p50 ${fmtMs(r.p50ms)} p99 ${fmtMs(r.p99ms)} ms, ${fmtN(r.cpuUsPerReq)} µs CPU/req`;
   if (r.cpuUsPerCopy !== undefined) return `${fmtN(r.perSec)} copies/s (${fmtMs(r.seconds)} s), ${r.cpuUsPerCopy.toFixed(1)} µs CPU/copy`;
   return `${fmtN(r.eventsPerSec)} events/s, ${r.cpuUsPerEvent.toFixed(2)} µs CPU/event`;
@@ -321,8 +339,8 @@ async function main() {
   if (rows.length) console.log(`\n${table(['contender', 'per s', 'p99 ms (lag: copy lag)', 'CPU µs each'], rows)}`);
   const idleRows = Object.entries(summary)
     .filter(([, s]) => s.idleCpuPct !== undefined)
-    .map(([name, s]) => [name, fmtN(s.streams), s.rssMb.toFixed(1), s.idleCpuPct.toFixed(2)]);
-  if (idleRows.length) console.log(`\n${table(['contender', 'streams', 'RSS MB', 'idle CPU %'], idleRows)}`);
+    .map(([name, s]) => [name, fmtN(s.streams), s.rssMb.toFixed(1), s.emptyRssMb.toFixed(1), s.idleCpuPct.toFixed(2), fmtMs(s.emptyIdleCpuPct)]);
+  if (idleRows.length) console.log(`\n${table(['contender', 'streams', 'RSS MB', 'empty RSS MB', 'idle CPU %', 'empty idle CPU %'], idleRows)}`);
 
   const s = (name, field) => summary[name]?.[field] ?? NaN;
   const targets = targetLines(s, { abCli: Boolean(flags['ab-cli']), groups: cfg.groups });

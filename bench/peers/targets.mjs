@@ -78,11 +78,17 @@ export function targetLines(s, { abCli = false, groups }) {
     );
   }
   if (on('idle')) {
-    const above = s('rivulet-idle-subs', 'rssMb') - s('rivulet-idle-empty', 'rssMb');
-    const idle = s('rivulet-idle-subs', 'idleCpuPct');
+    const above = s('rivulet-idle', 'aboveEmptyMb');
+    const idle = s('rivulet-idle', 'idleCpuPct');
     lines.push(
       ['streams with a copy subscription each: RSS above an empty server <= 40 MB', mb(above), verdict(above, '<=', 40)],
-      ['  ... and CPU while idle <= 0.2 %', `${pctOfCore(idle)} (the empty server ${pctOfCore(s('rivulet-idle-empty', 'idleCpuPct'))})`, verdict(idle, '<=', 0.2)],
+      ['  ... and CPU while idle <= 0.2 %', `${pctOfCore(idle)} (the empty server ${pctOfCore(s('rivulet-idle', 'emptyIdleCpuPct'))})`, verdict(idle, '<=', 0.2)],
+      ...(abCli
+        ? [
+            ['  ... RSS above empty, this build ÷ --ab-cli build', fmtX(ratio(above, s('rivulet-ab-idle', 'aboveEmptyMb'))), 'INFO'],
+            ['  ... idle CPU, this build ÷ --ab-cli build', fmtX(ratio(idle, s('rivulet-ab-idle', 'idleCpuPct'))), 'INFO'],
+          ]
+        : []),
       [
         '  ... NATS, streams each sourced by one more (reported)',
         `${mb(s('nats-idle', 'rssMb') - s('nats-idle', 'emptyRssMb'))} above its empty RSS for ${fmtN(s('nats-idle', 'streams'))} pairs, ${pctOfCore(s('nats-idle', 'idleCpuPct'))} idle`,

@@ -98,8 +98,7 @@ describe('bench/peers target lines', () => {
     'nats-lag': { lagP50ms: 1, lagP99ms: 9 },
     'rivulet-subs10': { perSec: 951, cpuUsPerReq: 60 },
     'rivulet-subs0': { perSec: 1000, cpuUsPerReq: 50 },
-    'rivulet-idle-empty': { rssMb: 80, idleCpuPct: 0.1 },
-    'rivulet-idle-subs': { rssMb: 120, idleCpuPct: 0.2 },
+    'rivulet-idle': { aboveEmptyMb: 40, idleCpuPct: 0.2, emptyIdleCpuPct: 0.1 },
   };
   const s = (name, field) => summary[name]?.[field] ?? NaN;
   const verdicts = (groups) => Object.fromEntries(targetLines(s, { groups }).map(([t, , v]) => [t.trim(), v]));
@@ -112,8 +111,8 @@ describe('bench/peers target lines', () => {
     expect(v['... and CPU while idle <= 0.2 %']).toBe('PASS');
     summary['rivulet-lag'].lagP99ms = 9.01;
     summary['rivulet-subs10'].perSec = 950;
-    summary['rivulet-idle-subs'].rssMb = 120.1;
-    summary['rivulet-idle-subs'].idleCpuPct = 0.21;
+    summary['rivulet-idle'].aboveEmptyMb = 40.1;
+    summary['rivulet-idle'].idleCpuPct = 0.21;
     const w = verdicts(['lag', 'subs', 'idle']);
     expect(w['live copy lag p99 <= NATS sourcing']).toBe('MISS');
     expect(w['ten subscriptions with non-matching filters cost < 5 % of append throughput']).toBe('MISS');
@@ -123,7 +122,7 @@ describe('bench/peers target lines', () => {
 
   it('skips a target whose contender did not run, and lists only the groups run', () => {
     delete summary['nats-lag'];
-    delete summary['rivulet-idle-empty'];
+    delete summary['rivulet-idle'];
     const v = verdicts(['lag', 'idle']);
     expect(v['live copy lag p99 <= NATS sourcing']).toBe('SKIP');
     expect(v['streams with a copy subscription each: RSS above an empty server <= 40 MB']).toBe('SKIP');
