@@ -226,7 +226,8 @@ const natsIdle = (label) =>
     const { rssMb: emptyRssMb } = await settleAndIdle(nats.pid, { idleMs: 1000 });
     const made = await createNatsSources(nats, cfg.natsIdleStreams, cfg.natsIdleBudgetMs);
     const r = await settleAndIdle(nats.pid, { idleMs: cfg.idleMs });
-    return { streams: made.made, createSeconds: made.createSeconds, emptyRssMb, ...r, rssNow: rssMb(nats.pid) };
+    if (made.stopped) console.log(`  nats-idle: ${made.made} of ${cfg.natsIdleStreams} pairs, stopped by ${made.stopped}`);
+    return { streams: made.made, createSeconds: made.createSeconds, emptyRssMb, ...r };
   });
 
 /** Appends `count` ~150-byte events to `path` in requests of 1000. */
