@@ -16,10 +16,17 @@ import type { CommitObserver } from '../../ports/storage.js';
 
 let processRegistry: client.Registry | undefined;
 
+/**
+ * How often the event-loop delay monitor samples, in ms. prom-client's default of 10 ms wakes an
+ * idle server 100 times a second, most of its idle CPU (docs/operations.md "Tuning knobs", Idle); a stall
+ * longer than this still shows in full, since the late sample measures it.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 function processMetrics(): client.Registry {
   if (!processRegistry) {
     processRegistry = new client.Registry();
-    client.collectDefaultMetrics({ register: processRegistry });
+    client.collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
   return processRegistry;
 }
