@@ -374,8 +374,9 @@ describe.skipIf(TEST_HOST === 'worker')('on the Node host', () => {
     expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
     // The server runs in this process: a stall of the test's event loop is the server's. A scrape
     // resets the delay histogram, and its first sample after a reset is only a new baseline: let
-    // it take one (its resolution is 10 ms) before the stall, and record the late one after it.
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+    // it take one (it samples every 100 ms, hosts/node/node-metrics.ts) before the stall, and
+    // record the late one after it.
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 250));
     await settle();
     const stalled = performance.now();
     while (performance.now() - stalled < 120) {

@@ -59,15 +59,18 @@ export interface NodeMetricsOptions {
 export function nodeMetrics(metrics: ServerMetrics, options: NodeMetricsOptions): CommitObserver {
   const { registry } = metrics;
   const groupSize = registry.histogram('rivulet_storage_group_commit_transactions', 'Transactions committed together in one group commit', GROUP_BUCKETS);
-  const commit = registry.histogram('rivulet_storage_commit_duration_seconds', 'One group commit, its WAL fsync included', COMMIT_BUCKETS);
-  const fsync = registry.histogram('rivulet_storage_fsync_duration_seconds', 'The WAL fsync of a durable group commit', COMMIT_BUCKETS);
+  const commit = registry.histogram('rivulet_storage_commit_duration_seconds', 'One group commit, from its start until it is durable (a running WAL fsync waited for and its own included)', COMMIT_BUCKETS);
+  const fsync = registry.histogram('rivulet_storage_fsync_duration_seconds', 'One WAL fsync, counted once however many group commits it made durable', COMMIT_BUCKETS);
   registry.gauge('rivulet_database_bytes', 'Size of the database file').collect = () => [{ labels: {}, value: sizeOf(options.databaseFile) }];
   registry.gauge('rivulet_database_wal_bytes', 'Size of the database\'s write-ahead log').collect = () => [
     { labels: {}, value: sizeOf(`${options.databaseFile}-wal`) },
   ];
   registry.gauge('rivulet_rpc_sessions', 'Open RPC sessions (/v1/rpc)').collect = () => [{ labels: {}, value: options.rpcSessions() }];
   const processes = processMetrics();
-  registry.addSource(() => processes.metrics());
+  // prom-client 15 writes a NaN sample as `Nan`; the text format spells it `NaN`. The delay
+  // monitor's mean and percentiles are NaN when no sample fell since the scrape before (two
+  // scrapes closer than EVENT_LOOP_SAMPLE_MS).
+  registry.addSource(async () => (await processes.metrics()).replace(/ Nan$/gm, ' NaN'));
   return ({ transactions, seconds, syncSeconds }) => {
     groupSize.observe(transactions);
     commit.observe(seconds);
