@@ -134,8 +134,10 @@ describe('readRequestHead against node:http', () => {
       }),
       { numRuns: 1500 },
     );
-    // The generator must reach the plain form often, or the property says little.
-    expect(plain).toBeGreaterThan(300);
+    // The generator must reach the plain form often, or the property says little. About 21 % of
+    // heads are plain (≈320 of 1500, standard deviation ≈16): 300 failed one run in ten, 200 is
+    // seven deviations below.
+    expect(plain).toBeGreaterThan(200);
   });
 
   it("the reported attack: 'Content-Length: 5<TAB>' is not plain, so node:http decides it", async () => {
