@@ -15,7 +15,7 @@ import { authenticate, type TokenTable } from './auth.js';
 import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType, tooLarge } from './body.js';
 import { errorAnswer, type ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
-import { composeRequestHooks, metricsHook, type AnswerHeaders, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
+import { composeRequestHooks, metricsHook, type AnswerHeaders, type AnswerInPlace, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
 import { parseStreamAddress } from './stream-url.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
@@ -66,12 +66,7 @@ export function hooksOf(options: { hooks?: RequestHooks | undefined; metrics?: S
   return composeRequestHooks(options.metrics ? [metricsHook(options.metrics)] : [], options.logger);
 }
 
-interface MutableAnswer {
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-  errorCode: ErrorCode | undefined;
+interface MutableAnswer extends AnswerInPlace {
   text: string;
   headers: AnswerHeaders | undefined;
 }

@@ -25,6 +25,9 @@ export interface AnsweredRequest {
   readonly errorCode?: ErrorCode | undefined;
 }
 
+/** An AnsweredRequest an entrance fills in place: one object per answer on the append paths. */
+export type AnswerInPlace = { -readonly [K in keyof AnsweredRequest]-?: AnsweredRequest[K] };
+
 /** Header fields an answer carries besides its own, as [name, value] pairs. */
 export type AnswerHeaders = ReadonlyArray<readonly [string, string]>;
 

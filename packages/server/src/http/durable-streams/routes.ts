@@ -10,14 +10,14 @@
  * Both share one folded-state cache and one write queue per stream (store.ts), and decide an
  * append with the same function (append.ts).
  */
-import { RivuletError, canonicalizePath, type ErrorCode } from '@rivulet/contract';
+import { RivuletError, canonicalizePath } from '@rivulet/contract';
 import type { StreamService } from '../../engine/service.js';
 import { hooksOf, type AppendAnswer, type AppendAnswerer } from '../append-route.js';
 import { authenticate, type TokenTable } from '../auth.js';
 import { checkDeclaredLength, readBodyBytes, tooLarge } from '../body.js';
 import { toRivuletError, type ErrorLogger } from '../errors.js';
 import type { HeaderReader } from '../request-headers.js';
-import type { AnswerHeaders, RequestHooks } from '../request-hooks.js';
+import type { AnswerHeaders, AnswerInPlace, RequestHooks } from '../request-hooks.js';
 import { empty, gone, notFound, refusal, refuse, toResponse, type DsAnswer } from './answer.js';
 import { handleAppend } from './append.js';
 import { DS_METHODS, SECURITY_FIELDS, addSecurityHeaders } from './cors.js';
@@ -48,12 +48,7 @@ export interface DurableStreamsOptions {
 }
 
 /** What `answerAppend` answers, filled in once (routes.ts `reply`). */
-interface MutableAnswer {
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-  errorCode: ErrorCode | undefined;
+interface MutableAnswer extends AnswerInPlace {
   text: string;
   contentType: string | null;
   headers: Array<readonly [string, string]>;
