@@ -65,11 +65,11 @@ export async function appendLoad({ url, clients, streams, keys, warmupMs, durati
 }
 
 /**
- * One reader fetching `path` from its start in pages of `page` events (GET …?afterOffset=N&limit=
- * page), one page after the other, until `lastOffset`. Offsets of a stream are dense (protocol
- * §3), so the next page starts `page` offsets later. Answers pages and seconds.
+ * The first catch-up reader, kept as the baseline of peers/reader-ab.mjs (run.mjs reads with
+ * read-client.mjs): GET …?afterOffset=N&limit=page one page after the other, until `lastOffset`,
+ * each next page `page` offsets later, the body not looked at. Answers pages and seconds.
  */
-export async function catchUpRead({ url, path, firstOffset, lastOffset, page }) {
+export async function rawClientRead({ url, path, firstOffset, lastOffset, page }) {
   const target = new URL(url);
   const conn = new RawConnection(target.hostname, Number(target.port));
   const t0 = performance.now();

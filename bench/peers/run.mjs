@@ -15,7 +15,8 @@ import { call, fmtMs, fmtN, machineInfo, table, writeResult } from '../lib/repor
 import { prepareStreams } from './filtered.mjs';
 import { createNatsSources, createRivuletSubscriptions, rssMb, settleAndIdle } from './idle.mjs';
 import { natsLiveLag, rivuletLiveLag } from './live-lag.mjs';
-import { appendLoad, catchUpRead, eventBody } from './load.mjs';
+import { appendLoad, eventBody } from './load.mjs';
+import { catchUpRead } from './read-client.mjs';
 import { ensurePrograms, natsSourcingDrain, redisPreload, redisXadd, redisXrange, startNats, startRedis } from './peers.mjs';
 import { targetLines } from './targets.mjs';
 import { median, roundOrder } from './verdict.mjs';
@@ -182,7 +183,8 @@ const rivuletRead = (kind) => (label) =>
     await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
     const cpu0 = procCpuMs(server.child.pid);
     const r = await catchUpRead({ url: server.url, path: '/v1/streams/bench/read', firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page });
-    return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent: ((procCpuMs(server.child.pid) - cpu0) * 1000) / r.events };
+    const cpuUsPerEvent = ((procCpuMs(server.child.pid) - cpu0) * 1000) / r.events;
+    return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent, readerCpuUsPerEvent: (r.readerCpuMs * 1000) / r.events };
   });
 
 const redisRead = (label) =>
@@ -292,7 +294,8 @@ function describe(name, r) {
   if (r.idleCpuPct !== undefined) return `${fmtN(r.streams)} stream pairs (${r.createSeconds.toFixed(0)} s to create): RSS ${r.rssMb.toFixed(1)} MB (${r.emptyRssMb.toFixed(1)} empty), idle CPU ${r.idleCpuPct.toFixed(2)} %`;
   if (r.p99ms !== undefined) return `${fmtN(r.perSec)}/s p50 ${fmtMs(r.p50ms)} p99 ${fmtMs(r.p99ms)} ms, ${fmtN(r.cpuUsPerReq)} µs CPU/req`;
   if (r.cpuUsPerCopy !== undefined) return `${fmtN(r.perSec)} copies/s (${fmtMs(r.seconds)} s), ${r.cpuUsPerCopy.toFixed(1)} µs CPU/copy`;
-  return `${fmtN(r.eventsPerSec)} events/s, ${r.cpuUsPerEvent.toFixed(2)} µs CPU/event`;
+  const reader = r.readerCpuUsPerEvent === undefined ? '' : ` (reader ${r.readerCpuUsPerEvent.toFixed(2)})`;
+  return `${fmtN(r.eventsPerSec)} events/s, ${r.cpuUsPerEvent.toFixed(2)} µs CPU/event${reader}`;
 }
 
 async function main() {
