@@ -15,11 +15,14 @@ import type { StreamActor } from '../actor.js';
 import type { EngineConfig } from '../config.js';
 import type { ServerMetrics } from '../metrics.js';
 import type { Receivers } from '../receivers/receiver.js';
+import type { FlightCalls } from './flight-calls.js';
 import type { ProcessorWaker } from './processor-port.js';
 
 /** One delivery of one key, started in one run (a run: protocol §12.1). */
 export interface Flight {
   run: string;
+  /** Its receiver calls, their signal and timeout (flight-calls.ts), from its first call on. */
+  calls?: FlightCalls;
 }
 
 /** What a failed delivery does to its row (failures.ts). */

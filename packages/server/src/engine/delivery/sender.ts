@@ -25,6 +25,7 @@ import type { ServerMetrics } from '../metrics.js';
 import { errorText, type DeliveryOutcome, type Receivers } from '../receivers/receiver.js';
 import { outcomeOf, recordAttempt } from './attempt-record.js';
 import { DeliveryFailures } from './failures.js';
+import { FlightCalls } from './flight-calls.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
@@ -275,6 +276,7 @@ export class StreamSender implements SendLoop {
           .catch((again: unknown) => this.deps.log(`could not record the failure of ${this.actor.path} subscription "${key}"`, again));
       }
     } finally {
+      flight.calls?.end();
       if (this.flights.get(key) === flight) this.flights.delete(key);
       // The next batch may be owed at once: look again on the next microtask, not a timer tick.
       this.recheck();
@@ -317,7 +319,7 @@ export class StreamSender implements SendLoop {
     // before that write, delaying every POST by the preparation of the next (bench/README.md).
     let sent!: () => void;
     const out = new Promise<void>((resolve) => (sent = resolve));
-    const answer = this.call(prepared, timeout, sent);
+    const answer = this.call(flight, prepared, timeout, sent);
     answer.then(sent, sent);
     const cursorAfter = prepared.cursorAfter;
     const next = readsAhead(entry, current) ? out.then(() => this.preparer.ahead(key, entry, flight, cursorAfter)) : undefined;
@@ -356,33 +358,12 @@ export class StreamSender implements SendLoop {
     return { again: true, next: await next };
   }
 
-  /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it); `onSent` as in ports/outbound.ts. */
-  private call(prepared: Prepared, timeoutMs: number, onSent: () => void): Promise<DeliveryOutcome> {
+  /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it; flight-calls.ts); `onSent` as in ports/outbound.ts. */
+  private call(flight: Flight, prepared: Prepared, timeoutMs: number, onSent: () => void): Promise<DeliveryOutcome> {
     const action = prepared.ctx.entry.configuration.receiver.action;
     const receiver = this.deps.receivers[action];
     if (!receiver) return Promise.resolve({ ok: false, kind: 'unavailable', error: `this server has no ${action} receiver` });
-    const abort = new AbortController();
-    return new Promise<DeliveryOutcome>((resolve, reject) => {
-      let settled = false;
-      const settle = (outcome: DeliveryOutcome) => {
-        if (settled) return;
-        settled = true;
-        cancelTimer();
-        resolve(outcome);
-      };
-      const cancelTimer = this.deps.timer.set(timeoutMs, () => {
-        settle({ ok: false, kind: 'unavailable', error: `delivery timed out after ${timeoutMs} ms` });
-        abort.abort();
-      });
-      let sent: Promise<DeliveryOutcome>;
-      try {
-        sent = prepared.call ? prepared.call.send(abort.signal, onSent) : receiver.deliver({ ...prepared.ctx, signal: abort.signal }, prepared.delivered);
-      } catch (error) {
-        cancelTimer();
-        reject(error);
-        return;
-      }
-      sent.then(settle, (error: unknown) => settle({ ok: false, kind: 'failing', error: errorText(error) }));
-    });
+    const calls = (flight.calls ??= new FlightCalls(this.deps.clock, this.deps.timer));
+    return calls.call((signal) => (prepared.call ? prepared.call.send(signal, onSent) : receiver.deliver({ ...prepared.ctx, signal }, prepared.delivered)), timeoutMs);
   }
 }
