@@ -4,7 +4,7 @@
  * rebinding), redirects are answers, response bodies are capped, the signal ends a request.
  */
 import { createServer as createNetServer } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HookServer, TEST_CA } from '../../../test/helpers/hook-server.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, nodeOutbound, type HostResolver, type NodeOutbound, type ResolvedAddress } from './outbound.js';
 
@@ -262,6 +262,20 @@ describe('response reading and the signal', () => {
     abort.abort(new Error('delivery timed out'));
     expect(await failure(pending)).toBe('delivery timed out');
     await expect.poll(() => server.openConnections).toBe(0);
+  });
+
+  it('requests that share a signal share one abort listener on it, and its abort still ends the one in flight', async () => {
+    const server = await hookServer();
+    const abort = new AbortController();
+    const added = vi.spyOn(abort.signal, 'addEventListener');
+    const http = outbound({ allowPrivate: true });
+    for (let i = 0; i < 5; i++) expect((await http.post(server.url(), post('{}', abort.signal))).status).toBe(204);
+    server.script = () => 'hang';
+    const pending = http.post(server.url(), post('{}', abort.signal));
+    await expect.poll(() => server.requests.length).toBe(6);
+    expect(added.mock.calls.filter(([type]) => type === 'abort')).toHaveLength(1);
+    abort.abort(new Error('delivery timed out'));
+    expect(await failure(pending)).toBe('delivery timed out');
   });
 
   it('the signal ends a name resolution that does not come back', async () => {

@@ -108,13 +108,42 @@ export function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
 }
 
+/**
+ * What waits on each signal, behind one abort listener per signal: the send loop hands every call of
+ * a flight the same signal (engine/delivery/flight-calls.ts), so adding and removing a listener per
+ * request was most of what the signal cost a POST. The listener stays on its signal (an empty set
+ * once nothing waits) and goes with it.
+ */
+const waitingOn = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Calls `fn` when `signal` aborts, until the returned function is called. */
+export function onAbortOf(signal: AbortSignal, fn: () => void): () => void {
+  let waiting = waitingOn.get(signal);
+  if (!waiting) {
+    const fns = new Set<() => void>();
+    waiting = fns;
+    waitingOn.set(signal, fns);
+    signal.addEventListener(
+      'abort',
+      () => {
+        waitingOn.delete(signal);
+        for (const f of [...fns]) f();
+        fns.clear();
+      },
+      { once: true },
+    );
+  }
+  const set = waiting;
+  set.add(fn);
+  return () => set.delete(fn);
+}
+
 /** Resolves `promise` unless the signal ends first. */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    const stop = onAbortOf(signal, () => reject(abortError(signal)));
+    promise.then(resolve, reject).finally(stop);
   });
 }
 
@@ -151,6 +180,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private settled = false;
   private abortRequest: ((reason?: Error) => void) | undefined;
   private sent: SentOn | undefined;
+  private readonly unwatch: () => void;
 
   constructor(
     private readonly maxBytes: number,
@@ -162,7 +192,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     /** Told once the request was written (ports/outbound.ts `onSent`). */
     private readonly written: () => void,
   ) {
-    signal.addEventListener('abort', this.onAbort, { once: true });
+    this.unwatch = onAbortOf(signal, this.onAbort);
   }
 
   private readonly onAbort = () => {
@@ -223,7 +253,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   private done(): void {
     this.settled = true;
-    this.signal.removeEventListener('abort', this.onAbort);
+    this.unwatch();
   }
 
   private answer(): void {
