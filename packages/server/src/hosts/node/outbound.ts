@@ -24,6 +24,7 @@ import { isIP } from 'node:net';
 import { errors, type Dispatcher } from 'undici';
 import { isPrivateAddress, isPrivateHost } from '../../core/private-address.js';
 import type { OutboundAnswer, OutboundHttp, OutboundPost } from '../../ports/outbound.js';
+import { abortable, abortError, onAbortOf } from './outbound-abort.js';
 import {
   awaitSend,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -35,6 +36,7 @@ import {
 } from './outbound-dispatcher.js';
 
 export type { ResolvedAddress, WebhookProxy } from './outbound-dispatcher.js';
+export { abortError } from './outbound-abort.js';
 
 /** Resolves a host name to every address it has (the default: node:dns lookup, all: true). */
 export type HostResolver = (hostname: string) => Promise<ResolvedAddress[]>;
@@ -103,49 +105,6 @@ const systemResolver: HostResolver = async (hostname) =>
   (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 
 const PRIVATE_HINT = 'a loopback, private, link-local or metadata address; this server does not send webhooks there (see --allow-private-webhooks)';
-
-export function abortError(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
-}
-
-/**
- * What waits on each signal, behind one abort listener per signal: the send loop hands every call of
- * a flight the same signal (engine/delivery/flight-calls.ts), so adding and removing a listener per
- * request was most of what the signal cost a POST. The listener stays on its signal (an empty set
- * once nothing waits) and goes with it.
- */
-const waitingOn = new WeakMap<AbortSignal, Set<() => void>>();
-
-/** Calls `fn` when `signal` aborts, until the returned function is called. */
-export function onAbortOf(signal: AbortSignal, fn: () => void): () => void {
-  let waiting = waitingOn.get(signal);
-  if (!waiting) {
-    const fns = new Set<() => void>();
-    waiting = fns;
-    waitingOn.set(signal, fns);
-    signal.addEventListener(
-      'abort',
-      () => {
-        waitingOn.delete(signal);
-        for (const f of [...fns]) f();
-        fns.clear();
-      },
-      { once: true },
-    );
-  }
-  const set = waiting;
-  set.add(fn);
-  return () => set.delete(fn);
-}
-
-/** Resolves `promise` unless the signal ends first. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const stop = onAbortOf(signal, () => reject(abortError(signal)));
-    promise.then(resolve, reject).finally(stop);
-  });
-}
 
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
