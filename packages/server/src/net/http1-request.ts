@@ -64,23 +64,26 @@ export function readRequestHead(buffer: Buffer, rules: HeadRules): HeadVerdict {
   const end = buffer.indexOf(HEAD_END);
   if (end < 0) return buffer.length > MAX_REQUEST_HEAD_BYTES ? 'other' : 'incomplete';
   const headBytes = end + 4;
-  if (headBytes > MAX_REQUEST_HEAD_BYTES || buffer.compare(POST, 0, 5, 0, 5) !== 0) return 'other';
+  if (headBytes > MAX_REQUEST_HEAD_BYTES || !bytesAt(buffer, 0, POST)) return 'other';
   // The request line: "POST " target " HTTP/1.1" CRLF, the target of visible ASCII.
   let i = 5;
   while (i < end && buffer[i] !== SPACE) {
     if (VALUE[buffer[i]!] !== 1 || buffer[i] === TAB) return 'other';
     i++;
   }
-  if (i === 5 || buffer.compare(VERSION, 0, VERSION.length, i, i + VERSION.length) !== 0) return 'other';
-  const target = buffer.toString('latin1', 5, i);
+  if (i === 5 || !bytesAt(buffer, i, VERSION)) return 'other';
+  // One string of the whole head, sliced below: a native call per field cost more than the rest.
+  const head = buffer.toString('latin1', 0, headBytes);
+  const target = head.slice(5, i);
   i += VERSION.length;
   // Fields: name ":" OWS value OWS CRLF, each name once.
   const fields = new Map<string, string>();
   while (i < headBytes - 2) {
     const nameStart = i;
-    while (TOKEN[buffer[i]!] === 1) i++;
+    let upper = false;
+    for (let c = buffer[i]!; TOKEN[c] === 1; c = buffer[++i]!) if (c >= 0x41 && c <= 0x5a) upper = true;
     if (i === nameStart || buffer[i] !== COLON) return 'other';
-    const name = buffer.toString('latin1', nameStart, i).toLowerCase();
+    const name = upper ? head.slice(nameStart, i).toLowerCase() : head.slice(nameStart, i);
     i++;
     const rawStart = i;
     while (buffer[i] === SPACE || buffer[i] === TAB) i++;
@@ -93,7 +96,7 @@ export function readRequestHead(buffer: Buffer, rules: HeadRules): HeadVerdict {
     let valueEnd = i;
     while (valueEnd > valueStart && (buffer[valueEnd - 1] === SPACE || buffer[valueEnd - 1] === TAB)) valueEnd--;
     if (fields.has(name) || fields.size === MAX_FIELDS) return 'other';
-    fields.set(name, buffer.toString('latin1', valueStart, valueEnd));
+    fields.set(name, head.slice(valueStart, valueEnd));
     i += 2;
   }
   if (fields.has('transfer-encoding') || fields.has('expect') || fields.has('upgrade')) return 'other';
@@ -106,4 +109,11 @@ export function readRequestHead(buffer: Buffer, rules: HeadRules): HeadVerdict {
   const connection = fields.get('connection')?.toLowerCase();
   if (connection !== undefined && connection !== 'keep-alive' && connection !== 'close') return 'other';
   return { target, fields, contentLength, close: connection === 'close', headBytes };
+}
+
+/** Whether `bytes` appear in `buffer` at `at` (a few bytes: cheaper than a native compare). */
+function bytesAt(buffer: Buffer, at: number, bytes: Buffer): boolean {
+  if (buffer.length < at + bytes.length) return false;
+  for (let k = 0; k < bytes.length; k++) if (buffer[at + k] !== bytes[k]) return false;
+  return true;
 }
