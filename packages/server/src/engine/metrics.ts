@@ -80,7 +80,10 @@ export class Histogram {
     readonly buckets: readonly number[] = DEFAULT_BUCKETS,
   ) {}
   observe(value: number, labels?: Labels): void {
-    const key = labelKey(labels);
+    this.observeAt(labelKey(labels), value);
+  }
+  /** `observe` for a label set whose key (`labelKey`) the caller keeps: the request hook's, per request. */
+  observeAt(key: string, value: number): void {
     let s = this.series.get(key);
     if (!s) {
       s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 };

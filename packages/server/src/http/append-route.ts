@@ -87,7 +87,9 @@ export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
       if (query !== -1 && query < url.length - 1) throw new RivuletError('INVALID_INPUT', 'POST /v1/streams/{path} takes no query parameters');
       requireJsonContentType(headers.get('content-type'));
       checkDeclaredLength(headers, maxBodyBytes);
-      const bytes = await body();
+      // The front's body is already read: no turn of the microtask queue for it.
+      const read = body();
+      const bytes = read instanceof Uint8Array ? read : await read;
       if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
       const inputs = parseAppendBody(parseJsonText(decodeBody(bytes)));
       text = appendAnswer(await service.append(principal.projectId, address.path, inputs));

@@ -95,6 +95,20 @@ describe('composing request hooks', () => {
       'method="HEAD",route="/v1/streams/{path}",status="200"',
     ]);
   });
+
+  it('metricsHook keeps one series per method, route and status across answers, whatever it remembers between them', () => {
+    const metrics = createServerMetrics();
+    const hooks = composeRequestHooks([metricsHook(metrics)], recordingLogger().logger);
+    // A route that does not start with its method is the same text for two methods: two series.
+    for (const method of ['GET', 'POST', 'GET']) hooks.onAnswered({ ...answered, method, route: '{unmatched}', status: 404 });
+    for (const status of [200, 200, 409, 200]) hooks.onAnswered({ ...answered, status, durationMs: status === 409 ? 4 : 1 });
+    const count = (key: string) => metrics.httpDuration.series.get(key)?.count;
+    expect(count('method="GET",route="{unmatched}",status="404"')).toBe(2);
+    expect(count('method="POST",route="{unmatched}",status="404"')).toBe(1);
+    expect(count('method="POST",route="/v1/streams/{path}",status="200"')).toBe(3);
+    expect(metrics.httpDuration.series.get('method="POST",route="/v1/streams/{path}",status="409"')?.sum).toBeCloseTo(0.004, 9);
+    expect(metrics.httpDuration.series.size).toBe(4);
+  });
 });
 
 describe('the Hono app tells the hooks every answered request', () => {

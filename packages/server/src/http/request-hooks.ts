@@ -9,7 +9,7 @@
  * logged and skipped; the answer is not changed by it.
  */
 import type { ErrorCode, RivuletError } from '@rivulet/contract';
-import { methodLabel, type ServerMetrics } from '../engine/metrics.js';
+import { labelKey, methodLabel, type ServerMetrics } from '../engine/metrics.js';
 import type { ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
 
@@ -144,11 +144,36 @@ export function composeRequestHooks(hooks: readonly RequestHook[], logger: Error
  * the template alone, so that method and route can be grouped by separately.
  */
 export function metricsHook(metrics: ServerMetrics): RequestHook {
+  // The series key of each (route, status) seen, kept: building and hashing it again was most of
+  // the hook's cost (bench/README.md, "appends: where the CPU goes"). Routes are templates and
+  // statuses few, so this stays small; it is emptied should it ever grow past its bound.
+  const keys = new Map<string, Map<number, string>>();
+  let size = 0;
+  const keyOf = (method: string, route: string, status: number): string => {
+    // A route that starts with its method names both; any other is kept under both.
+    const named = route.startsWith(method) && route.charCodeAt(method.length) === 32;
+    const name = named ? route : `${method} \u0000${route}`;
+    let byStatus = keys.get(name);
+    const known = byStatus?.get(status);
+    if (known !== undefined) return known;
+    const template = named ? route.slice(method.length + 1) : route;
+    const key = labelKey({ method: methodLabel(method), route: template, status: String(status) });
+    if (size >= MAX_SERIES_KEYS) {
+      keys.clear();
+      size = 0;
+      byStatus = undefined;
+    }
+    if (byStatus === undefined) keys.set(name, (byStatus = new Map()));
+    byStatus.set(status, key);
+    size++;
+    return key;
+  };
   return {
     onAnswered: (answered) => {
-      const { method, route } = answered;
-      const template = route.startsWith(method) && route.charCodeAt(method.length) === 32 ? route.slice(method.length + 1) : route;
-      metrics.httpDuration.observe(answered.durationMs / 1000, { method: methodLabel(method), route: template, status: String(answered.status) });
+      metrics.httpDuration.observeAt(keyOf(answered.method, answered.route, answered.status), answered.durationMs / 1000);
     },
   };
 }
+
+/** Series keys the metrics hook keeps at most (far more than the routes × statuses there are). */
+const MAX_SERIES_KEYS = 4096;
