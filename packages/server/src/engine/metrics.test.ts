@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createServerMetrics, methodLabel, MetricsRegistry } from './metrics.js';
+import { createServerMetrics, labelKey, methodLabel, MetricsRegistry } from './metrics.js';
 
 /** The sample lines of one metric family (everything but comments). */
 const samples = (text: string, name: string): string[] =>
@@ -87,6 +87,18 @@ describe('Prometheus text rendering', () => {
       'latency_seconds_sum 0.2',
       'latency_seconds_count 1',
     ]);
+  });
+
+  it('observeAt with a kept label key counts in the same series as observe with those labels', () => {
+    const r = new MetricsRegistry();
+    const h = r.histogram('latency_seconds', 'Latency', [0.1, 0.5, 1]);
+    const labels = { method: 'POST', route: '/x "q"', status: '200' };
+    h.observe(0.05, labels);
+    h.observeAt(labelKey(labels), 0.7);
+    h.observeAt(labelKey({ method: 'GET', route: '/x "q"', status: '200' }), 0.3);
+    expect(h.series.size).toBe(2);
+    const series = h.series.get(labelKey(labels));
+    expect(series).toEqual({ counts: [1, 1, 2], sum: 0.75, count: 2 });
   });
 
   it('histogram buckets never decrease and end at the count, whatever is observed', () => {
