@@ -17,7 +17,7 @@
  * large, say), the writes are committed one by one instead, so each gets its own answer.
  */
 import { RivuletError, type CommittedEvent, type EventInput } from '@rivulet/contract';
-import type { StreamService } from '../../engine/service.js';
+import type { ReadOptions, StreamService } from '../../engine/service.js';
 import { DELETED_TYPE, FORK_REMOVED_TYPE, parseRaw } from './messages.js';
 import { configOf, emptyState, expiryMs, foldEvent, type DsState } from './state.js';
 
@@ -63,7 +63,7 @@ export class DsStreams {
     let state = this.states.get(key);
     for (;;) {
       const from = state?.head ?? 0;
-      const page = await this.service.read(projectId, path, { afterOffset: from, limit: PAGE, includeEphemeral: false });
+      const page = await this.service.read(projectId, path, readQuery(from));
       if (page.streamId === null) {
         this.forget(projectId, path);
         return null;
@@ -311,6 +311,17 @@ function asserted(inputs: readonly EventInput[], offset: number): EventInput[] {
 /** A copy of a state that folding can change without changing the original. */
 function copyState(state: DsState): DsState {
   return { ...state, producers: new Map(state.producers), forks: new Set(state.forks) };
+}
+
+/**
+ * The query of `load`'s read, naming `beforeOffset` and `ephemeralSinceMs` as undefined (no bound;
+ * the engine sets the second itself). The Node host's actor builds its range as `{ ...query,
+ * beforeOffset, ephemeralSinceMs }`: over keys the query already has, V8 copies it in tens of ns;
+ * with new keys it takes a slow path of about 2 µs, which this read, made before every write, paid
+ * (bench/durable-streams/empty-read.mjs, bench/README.md durable-streams section).
+ */
+function readQuery(afterOffset: number): ReadOptions & { ephemeralSinceMs: undefined } {
+  return { afterOffset, beforeOffset: undefined, limit: PAGE, includeEphemeral: false, ephemeralSinceMs: undefined };
 }
 
 function keyOf(projectId: string | null, path: string): string {
