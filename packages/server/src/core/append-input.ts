@@ -33,6 +33,12 @@ export interface AppendInput {
   /** Optimistic assertion of the offset this event must get. */
   offset?: number;
   source?: EventSource;
+  /**
+   * Set only by the platform (copies, core/copy-builder.ts): the event's JSON text after its type
+   * member, `,"payload":…` to the closing brace, exactly as `JSON.stringify` would write the rest
+   * of the event built from this input; core/decide-append.ts splices it instead of serialising.
+   */
+  jsonAfterType?: string;
 }
 
 export function checkInput(input: EventInput, authority: Authority, index = 0): AppendInput {

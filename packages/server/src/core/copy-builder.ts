@@ -26,6 +26,12 @@ export interface CopyBatchEvent {
   source?: EventSource;
   /** What the receiver stores: the source event's type/payload/metadata after the transform. */
   shaped: ShapedEvent;
+  /**
+   * With no transform: `shaped`'s payload and metadata members as the source stored them,
+   * `,"payload":…,"metadata":…` ('' when it has neither; engine/event-json.ts `storedFieldsJson`).
+   * The copy's text is spliced from it instead of serialising them again.
+   */
+  fieldsJson?: string;
 }
 
 export interface CopyBatch extends Stamp {
@@ -88,6 +94,7 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
   const inputs: AppendInput[] = [];
   const dropped: CopyPlan['dropped'] = [];
   const keyHead = copyKeyHead(batch);
+  let texts: CopyTexts | undefined;
   for (const e of batch.events) {
     const previous = e.source?.copiedFrom ?? [];
     if (previous.some((hop) => hop.path === receiver.path && hop.projectId === receiver.projectId)) {
@@ -116,10 +123,63 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
     };
     if (e.shaped.payload !== undefined) input.payload = e.shaped.payload;
     if (e.shaped.metadata !== undefined) input.metadata = e.shaped.metadata;
+    if (e.fieldsJson !== undefined && previous.length === 0) {
+      texts ??= copyTexts(batch, keyHead);
+      input.jsonAfterType = afterTypeJson(texts, e, e.fieldsJson);
+    }
     inputs.push(input);
   }
   if (dropped.length > 0) inputs.push(dropAudit(batch, dropped));
   return { inputs, dropped };
+}
+
+/** The parts of a batch's copy texts that all its copies share, serialised once per batch. */
+interface CopyTexts {
+  /** `,"idempotencyKey":"…` up to the key's offset. */
+  key: string;
+  /** `,"source":{"copiedFrom":[{…,"offset":` up to the hop's offset. */
+  hopHead: string;
+  /** `,"subscriptionKey":…}]}}`: the hop's last members and the event's end. */
+  hopTail: string;
+  /** The last source type and time seen, and their members `,"type":…`, `,"createdAt":…`. */
+  type: string;
+  typeJson: string;
+  createdAt: string;
+  createdAtJson: string;
+}
+
+function copyTexts(batch: CopyBatch, keyHead: string): CopyTexts {
+  const j = JSON.stringify;
+  return {
+    key: `,"idempotencyKey":${j(keyHead).slice(0, -1)}`,
+    hopHead:
+      `,"source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +
+      `,"streamCreatedAt":${j(batch.streamCreatedAt)},"offset":`,
+    hopTail: `,"subscriptionKey":${j(batch.subscriptionKey)},"cursorChangedAtSourceOffset":${batch.cursorChangedAtSourceOffset}}]}}`,
+    type: '',
+    typeJson: '',
+    createdAt: '',
+    createdAtJson: '',
+  };
+}
+
+/**
+ * A first-hop copy's JSON text after its type (AppendInput `jsonAfterType`): its payload and
+ * metadata as the source stored them, its identity and its one hop, in the order and the spelling
+ * `JSON.stringify` gives the event planCopies builds (offsets are safe integers, validateCopyBatch:
+ * digits; the key's offset and `]` need no escaping). copy-builder.test.ts compares the two.
+ */
+function afterTypeJson(texts: CopyTexts, e: CopyBatchEvent, fieldsJson: string): string {
+  // The source's type and time repeat from event to event: serialised when they change.
+  if (texts.type !== e.type || texts.typeJson === '') {
+    texts.type = e.type;
+    texts.typeJson = `,"type":${JSON.stringify(e.type)}`;
+  }
+  if (texts.createdAt !== e.createdAt || texts.createdAtJson === '') {
+    texts.createdAt = e.createdAt;
+    texts.createdAtJson = `,"createdAt":${JSON.stringify(e.createdAt)}`;
+  }
+  return `${fieldsJson}${texts.key}${e.offset}]"${texts.hopHead}${e.offset}${texts.typeJson}${texts.createdAtJson}${texts.hopTail}`;
 }
 
 function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {

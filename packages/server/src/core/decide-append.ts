@@ -103,7 +103,10 @@ const where = (index: number) => `events[${index}]`;
 /** The event at `offset` for an input, its JSON text and size; PAYLOAD_TOO_LARGE past the event limit. */
 function freshEvent(env: DecideEnv, offset: number, input: AppendInput): FreshEvent {
   const event = buildEvent(env.path, offset, env.now, input);
-  const json = JSON.stringify(event);
+  const json =
+    input.jsonAfterType === undefined
+      ? JSON.stringify(event)
+      : `{"path":${JSON.stringify(env.path)},"offset":${offset},"createdAt":${JSON.stringify(env.now)},"type":${JSON.stringify(input.type)}${input.jsonAfterType}`;
   const bytes = utf8Length(json);
   if (bytes > env.maxEventBytes) {
     throw new RivuletError('PAYLOAD_TOO_LARGE', `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`, {

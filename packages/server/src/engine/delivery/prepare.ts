@@ -11,11 +11,11 @@
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import type { ExpressionBudget } from '../../core/expression-budget.js';
-import { shapeEvent, type ShapedEvent } from '../../core/filter.js';
+import { shapeEvent, unshaped, type ShapedEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver } from '../receivers/receiver.js';
 import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
-import { committedJson, rememberJson } from '../event-json.js';
+import { committedJson, rememberJson, storedFieldsJson } from '../event-json.js';
 import { recordAttempt } from './attempt-record.js';
 import { collectBatch, conditionFailureText, passOver } from './collect.js';
 import { ReadAhead, type Owed } from './read-ahead.js';
@@ -59,6 +59,25 @@ export function readsAhead(entry: OutboundEntry, row: SubscriptionRow): boolean 
   return entry.configuration.receiver.action === 'webhook-post' && !row.isolate;
 }
 
+/** An event delivered without a transform: the shaped event is the event's own fields. */
+function deliveredAsStored(event: CommittedEvent): DeliveredEvent {
+  const delivered: DeliveredEvent = { event, shaped: unshaped(event) };
+  const fieldsJson = storedFieldsJson(event);
+  if (fieldsJson !== undefined) delivered.fieldsJson = fieldsJson;
+  return delivered;
+}
+
+/**
+ * `JSON.stringify(d.shaped).length` (a delivery's size, protocol §12.3 `bytesSent`), measured on the
+ * stored text when there is one: `{"type":…` then the payload and metadata members, then `}`.
+ */
+export function shapedLength(d: DeliveredEvent): number {
+  if (d.fieldsJson === undefined) return JSON.stringify(d.shaped).length;
+  return TYPE_MEMBER + JSON.stringify(d.shaped.type).length + d.fieldsJson.length + 1;
+}
+
+const TYPE_MEMBER = '{"type":'.length;
+
 export class DeliveryPreparer {
   private readonly readAhead: ReadAhead;
   /** Events of the source read by receivers (the run's configure event): immutable per lifetime. */
@@ -98,6 +117,12 @@ export class DeliveryPreparer {
       return undefined;
     }
     const delivered: DeliveredEvent[] = [];
+    if (transformOf(entry) === undefined) {
+      // Nothing to shape: the events go as they are, with the stored text of what they carry.
+      for (const event of collected.events) delivered.push(deliveredAsStored(event));
+      const last = delivered[delivered.length - 1]!.event.offset;
+      return this.prepared(key, entry, row.cursor, collected.kind === 'events' ? collected.scannedTo : last, row.attempt + 1, delivered);
+    }
     for (const event of collected.events) {
       try {
         delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
@@ -154,7 +179,8 @@ export class DeliveryPreparer {
       sourceEvent: (offset) => this.sourceEvent(state.streamId, offset),
     };
     const receiver = this.loop.receivers[entry.configuration.receiver.action];
-    const bytes = delivered.reduce((n, d) => n + JSON.stringify(d.shaped).length, 0);
+    let bytes = 0;
+    for (const d of delivered) bytes += shapedLength(d);
     return { ctx, delivered, cursorBefore, cursorAfter, bytes, call: preparing(receiver) ? receiver.prepare(ctx, delivered) : undefined };
   }
 

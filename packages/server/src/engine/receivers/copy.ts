@@ -9,8 +9,12 @@ import type { StreamDirectory } from '../../ports/directory.js';
 import { errorText, type DeliveredEvent, type Receiver } from './receiver.js';
 
 /** One event of a copy batch: the source coordinates and the shaped event (protocol §13.2). */
-export function copyBatchEvent({ event, shaped }: DeliveredEvent): CopyBatchEvent {
-  return { offset: event.offset, type: event.type, createdAt: event.createdAt, ...(event.source ? { source: event.source } : {}), shaped };
+export function copyBatchEvent({ event, shaped, fieldsJson }: DeliveredEvent): CopyBatchEvent {
+  const copy: CopyBatchEvent = { offset: event.offset, type: event.type, createdAt: event.createdAt, shaped };
+  if (event.source) copy.source = event.source;
+  // The stored text of what the copy stores, when no transform changed it: spliced, not serialised again.
+  if (fieldsJson !== undefined) copy.fieldsJson = fieldsJson;
+  return copy;
 }
 
 export function copyReceiver(directory: StreamDirectory): Receiver {

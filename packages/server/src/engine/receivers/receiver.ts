@@ -19,6 +19,8 @@ export interface DeliveredEvent {
   event: CommittedEvent;
   /** The event after the subscription's transform (the event itself when there is none). */
   shaped: ShapedEvent;
+  /** With no transform: the event's payload and metadata as stored text (engine/event-json.ts `storedFieldsJson`). */
+  fieldsJson?: string;
 }
 
 /** What the receiver answered, for the attempt history (protocol §22): a webhook's status and the start of its body. */
