@@ -24,9 +24,17 @@ export interface Timer {
   set(delayMs: number, fn: () => void): CancelTimer;
 }
 
-/** The host's own timers (`setTimeout`), on Node and in workerd alike. */
+/**
+ * The host's own timers (`setTimeout`), on Node and in workerd alike. A delay of 0 is `setImmediate`
+ * where there is one (Node): after pending I/O, without the 1 ms a `setTimeout(0)` waits there, which
+ * a delivery's poke paid on every copy's lag (bench/README "copy drain (copy group)").
+ */
 export const systemTimer: Timer = {
   set(delayMs, fn) {
+    if (delayMs <= 0 && typeof setImmediate === 'function') {
+      const immediate = setImmediate(fn);
+      return () => clearImmediate(immediate);
+    }
     const handle = setTimeout(fn, delayMs);
     return () => clearTimeout(handle);
   },
