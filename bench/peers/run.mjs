@@ -38,8 +38,8 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --nats-idle-budget S   at most this long creating them; fewer are measured and said (default 120)
   --only LIST          groups to run: appends,appends200,copy,lag,reads,subs,idle (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
-                       appends with keys, copy drain, catch-up read and (in the idle group) memory
-                       and idle CPU run beside this build's in the same rounds, as ratios
+                       appends with keys, copy drain, live copy lag, catch-up read and (in the idle
+                       group) memory and idle CPU run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
   --no-write           do not write the JSON result file
@@ -198,7 +198,7 @@ const redisRead = (label) =>
 
 /** The live copy lag: the same rate and count for both, the first second not measured. */
 const lagLoad = () => ({ rate: cfg.lagRate, count: cfg.lagRate * cfg.lagSeconds, warm: cfg.lagRate, timeoutMs: 30_000 });
-const rivuletLag = (label) => withServer('rivulet', label, (server) => rivuletLiveLag(server, lagLoad()));
+const rivuletLag = (kind) => (label) => withServer(kind, label, (server) => rivuletLiveLag(server, lagLoad()));
 const natsLag = (label) => withServer('nats', label, (nats) => natsLiveLag(nats, lagLoad()));
 
 /** The subs group: the appends load with keys, with `perStream` non-matching subscriptions per stream. */
@@ -266,8 +266,9 @@ const GROUPS = {
     ...(flags['ab-cli'] ? [['rivulet-ab-copy', rivuletCopy('rivulet-ab'), null]] : []),
   ],
   lag: [
-    ['rivulet-lag', rivuletLag, null],
+    ['rivulet-lag', rivuletLag('rivulet'), null],
     ['nats-lag', natsLag, natsOff],
+    ...(flags['ab-cli'] ? [['rivulet-ab-lag', rivuletLag('rivulet-ab'), null]] : []),
   ],
   reads: [
     ['rivulet-read', rivuletRead('rivulet'), null],

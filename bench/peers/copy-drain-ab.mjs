@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+/**
+ * The copy backlog drain of bench/peers (run.mjs `--only copy`) for several builds side by side and
+ * nothing else (no NATS): per build and round a fresh server (`--durability full`), a backlog of
+ * COUNT events appended in batches of 1000, then a copy subscription from the beginning, timed until
+ * its lag is 0. Prints the server's CPU µs per copy per round, and per build the median and the
+ * per-round ratios against the first build (rounds alternate the order). For bisecting a change of
+ * the CPU per copy between several commits in one run (bench/README "copy drain (copy group)").
+ *
+ *   node bench/peers/copy-drain-ab.mjs ROUNDS NAME=CLI NAME=CLI ...   (COUNT=200000 by default)
+ *
+ * Each CLI from `node bench/peers/build-commit.mjs COMMIT`, or packages/cli/bin/rivulet.js.
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { call } from '../lib/report.mjs';
+import { eventBody } from './load.mjs';
+import { median } from './verdict.mjs';
+
+const [roundsArg, ...specs] = process.argv.slice(2);
+const builds = specs.map((spec) => spec.split('='));
+if (!Number(roundsArg) || builds.length === 0 || builds.some((b) => b.length !== 2)) {
+  console.error('usage: node bench/peers/copy-drain-ab.mjs ROUNDS NAME=CLI [NAME=CLI ...]');
+  process.exit(2);
+}
+const count = Number(process.env.COUNT ?? 200_000);
+const fresh = tempFolders('rivulet-copy-drain-ab-');
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
+
+async function drain(name, cli) {
+  const server = await startServer([cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
+  try {
+    for (let done = 0; done < count; ) {
+      const n = Math.min(1000, count - done);
+      const body = `[${Array.from({ length: n }, (_, i) => eventBody(0, done + i, false).toString()).join(',')}]`;
+      const response = await fetch(`${server.url}/v1/streams/bench/src`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      if (!response.ok) throw new Error(`preload answered ${response.status}`);
+      await response.arrayBuffer();
+      done += n;
+    }
+    const cpu0 = procCpuMs(server.child.pid);
+    const t0 = performance.now();
+    await call(server.url, 'POST', '/v1/streams/bench/dst:subscribeToEventsFrom', { sourceStreamPath: '/bench/src', subscriptionKey: 'drain', delivery: { start: 'beginning' } });
+    for (;;) {
+      const { runtime } = await call(server.url, 'GET', '/v1/streams/bench/src:state');
+      const sub = Object.values(runtime?.subscriptions ?? {})[0];
+      if (sub && sub.lag === 0) break;
+      if (performance.now() - t0 > 300_000) throw new Error(`${name}: copies still ${sub?.lag} behind after 300 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const cpuUs = ((procCpuMs(server.child.pid) - cpu0) * 1000) / count;
+    const { streamMaxOffset } = await call(server.url, 'GET', '/v1/streams/bench/dst?limit=1');
+    // The receiving stream: its created event, the subscription's configure event and every copy.
+    if (streamMaxOffset < count + 2) throw new Error(`${name}: the receiving stream's head is ${streamMaxOffset}, expected ${count + 2}`);
+    return { cpuUs, perSec: count / seconds };
+  } finally {
+    await stopServer(server);
+  }
+}
+
+console.log(`copy drain A/B, ${count} events, load ${loadavg()}`);
+const results = Object.fromEntries(builds.map(([name]) => [name, []]));
+for (let round = 0; round < Number(roundsArg); round++) {
+  for (const [name, cli] of round % 2 ? [...builds].reverse() : builds) {
+    const r = await drain(name, cli);
+    results[name].push(r);
+    console.log(`${round + 1} ${name.padEnd(14)} ${r.cpuUs.toFixed(1)} µs CPU/copy ${Math.round(r.perSec)} copies/s`);
+  }
+}
+const [base] = builds[0];
+for (const [name] of builds) {
+  const ratios = results[name].map((r, i) => r.cpuUs / results[base][i].cpuUs);
+  console.log(
+    `${name.padEnd(14)} median ${median(results[name].map((r) => r.cpuUs)).toFixed(2)} µs CPU/copy, ${Math.round(median(results[name].map((r) => r.perSec)))} copies/s; ` +
+      `CPU ÷ ${base} per round ${ratios.map((x) => x.toFixed(2)).join(' ')}, median ${median(ratios).toFixed(3)}`,
+  );
+}
+console.log(`load at the end ${loadavg()}`);
