@@ -33,7 +33,8 @@ export function committedJson(event: CommittedEvent): string {
  * createdAt, type, payload, metadata, idempotencyKey, ephemeral, source, in that order, so the
  * members sit between a head and a tail rebuilt here from the event's other fields. Undefined (the
  * caller serialises instead) when the event has no stored text, is ephemeral or carries a source,
- * or when the text does not begin, end and continue as that order says.
+ * has members other than these, or when the text does not begin, end and continue as that order
+ * says (a row stored in another order is serialised as before).
  *
  * The cut equals what serialising the parsed members again would write: `JSON.stringify` of
  * `JSON.parse` of its own output is the same text (stored-fields-json.test.ts holds it on generated events).
@@ -61,6 +62,9 @@ export function storedFieldsJson(event: CommittedEvent): string | undefined {
   const end = text.length - 1 - (key === '' ? 0 : KEY.length + key.length);
   if (end < at || text.charCodeAt(text.length - 1) !== 0x7d) return undefined;
   if (key !== '' && !(text.startsWith(KEY, end) && text.startsWith(key, end + KEY.length))) return undefined;
+  // Between them only payload and metadata, payload first: the event has no other member.
+  const members = 4 + (event.payload !== undefined ? 1 : 0) + (event.metadata !== undefined ? 1 : 0) + (key === '' ? 0 : 1);
+  if (Object.keys(event).length !== members) return undefined;
   const fields = text.slice(at, end);
   const first = event.payload !== undefined ? PAYLOAD : event.metadata !== undefined ? METADATA : '';
   if (first === '' ? fields !== '' : !fields.startsWith(first)) return undefined;

@@ -69,6 +69,7 @@ describe('storedFieldsJson', () => {
       '{"offset":3,"path":"/a","createdAt":"2026-12-02T00:00:00.000Z","type":"t","payload":{"n":1}}',
       '{"path":"/a","offset":3,"createdAt":"2026-12-02T00:00:00.000Z","type":"t", "payload":{"n":1}}',
       '{"path":"/a","offset":3,"createdAt":"2026-12-02T00:00:00.000Z","type":"t","extra":1}',
+      '{"path":"/a","offset":3,"createdAt":"2026-12-02T00:00:00.000Z","type":"t","payload":{"n":1},"extra":1}',
       '{"path":"/a","offset":3,"createdAt":"2026-12-02T00:00:00.000Z","type":"t","payload":{"n":1},"idempotencyKey":"k" }',
     ];
     for (const t of texts) {
