@@ -1,6 +1,6 @@
 /**
- * Quiet cursor moves (advanceQuietly): past non-matching events the cursor moves in memory and is
- * persisted every 1000 offsets or by persistDirty, never lost beyond a rescan.
+ * Quiet cursor moves (advanceQuietly): past non-matching events the cursor moves in memory, is due
+ * to be persisted every 1000 offsets, and persistDirty writes it: never lost beyond a rescan.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../adapters/memory/memory-storage.js';
@@ -37,16 +37,22 @@ async function runtime() {
 }
 
 describe('SubscriptionRuntime.advanceQuietly', () => {
-  it('moves the cursor in memory and persists it only every 1000 offsets', async () => {
+  it('moves the cursor in memory, in place, and answers that it is due every 1000 offsets', async () => {
     const { rt, stored } = await runtime();
-    rt.advanceQuietly(rt.get('k')!, 500);
+    const before = rt.get('k')!;
+    expect(rt.advanceQuietly(rt.get('k')!, 500)).toBe(false);
     expect(rt.get('k')!.cursor).toBe(500);
+    // The row is not copied per move (delivery/pass-over.ts moves every quiet row on every append).
+    expect(rt.get('k')).toBe(before);
     expect(rt.view(600)['k']!.acknowledgedOffset).toBe(500);
     expect(stored()).toBe(2);
-    rt.advanceQuietly(rt.get('k')!, 1001);
+    expect(rt.advanceQuietly(rt.get('k')!, 1001)).toBe(false);
     expect(stored()).toBe(2);
-    rt.advanceQuietly(rt.get('k')!, 1002);
+    expect(rt.advanceQuietly(rt.get('k')!, 1002)).toBe(true);
+    rt.persistDirty();
     expect(stored()).toBe(1002);
+    expect(rt.advanceQuietly(rt.get('k')!, 2001)).toBe(false);
+    expect(rt.advanceQuietly(rt.get('k')!, 2002)).toBe(true);
   });
 
   it('persistDirty writes what moved quietly; a later full write persists it too', async () => {

@@ -208,20 +208,19 @@ export class SubscriptionRuntime {
   }
 
   /**
-   * Moves a cursor past events that did not match, in memory, persisting it only every
+   * Moves a cursor past events that did not match, in memory; it must be persisted every
    * QUIET_PERSIST_EVERY offsets: losing it in a crash only makes the next read scan the same
    * non-matching events again, and it keeps a configured but non-matching subscription from
    * adding a row write to every append (bench/README.md, bench/copy: the non-matching subscription cost).
+   * The row (this runtime's own, from `get`) is changed in place, not copied: the caller moves only
+   * rows no delivery holds (delivery/pass-over.ts). Answers true when the row is due: the caller
+   * then calls persistDirty once, after moving the rest, so the stream's quiet rows go together.
    */
-  advanceQuietly(row: SubscriptionRow, cursor: number): void {
-    const next = { ...row, cursor };
-    if (cursor - (this.persistedCursor.get(row.key) ?? 0) >= QUIET_PERSIST_EVERY) {
-      this.storage.transaction(() => this.write(next), { durable: false });
-      return;
-    }
-    this.rows.set(row.key, next);
+  advanceQuietly(row: SubscriptionRow, cursor: number): boolean {
+    row.cursor = cursor;
     this.dirty.add(row.key);
     this.unpersisted?.add(this);
+    return cursor - (this.persistedCursor.get(row.key) ?? 0) >= QUIET_PERSIST_EVERY;
   }
 
   /**

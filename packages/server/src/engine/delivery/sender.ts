@@ -27,6 +27,7 @@ import { outcomeOf, recordAttempt } from './attempt-record.js';
 import { DeliveryFailures } from './failures.js';
 import { FlightCalls } from './flight-calls.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
+import { passOver, QuietIndex } from './pass-over.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
 import type { Flight, SendLoop } from './send-loop.js';
@@ -64,6 +65,8 @@ export class StreamSender implements SendLoop {
   private processors: ProcessorDriver | undefined;
   readonly failures: DeliveryFailures;
   private readonly preparer: DeliveryPreparer;
+  /** Which subscriptions passOver may move, for the stream's current subscriptions. */
+  private quiet: QuietIndex | undefined;
 
   constructor(
     readonly actor: StreamActor,
@@ -145,32 +148,15 @@ export class StreamSender implements SendLoop {
 
   /**
    * Moves caught-up subscriptions whose event types match none of `committed` past them, without a
-   * read or a delivery (skip-not-defer, protocol §12.3): what a send check would have concluded.
-   * Answers true when no subscription of the stream needs a check for these events.
+   * read or a delivery (pass-over.ts). Answers true when no subscription of the stream needs a
+   * check for these events.
    */
   passOver(committed: readonly CommittedEvent[]): boolean {
-    const state = this.actor.coreState;
-    const first = committed[0];
-    const last = committed[committed.length - 1];
-    if (!state || !first || !last) return false;
-    let allPassed = true;
-    for (const row of [...this.actor.subscriptions.all()]) {
-      const entry = state.subscriptions.outbound.byKey[row.key];
-      const types = entry?.configuration.filter?.eventTypes;
-      const quiet =
-        entry !== undefined &&
-        types !== undefined &&
-        entry.configuration.receiver.action !== 'processor-wake' &&
-        !row.halted &&
-        row.inflightDeadlineAt === null &&
-        row.nextAttemptAt === null &&
-        !this.flights.has(row.key) &&
-        row.cursor === first.offset - 1 &&
-        committed.every((e) => e.ephemeral === true || !types.includes(e.type));
-      if (quiet) this.actor.subscriptions.advanceQuietly(row, last.offset);
-      else allPassed = false;
-    }
-    return allPassed;
+    const outbound = this.actor.coreState?.subscriptions.outbound;
+    if (!outbound) return false;
+    // A commit that changes the subscriptions replaces `outbound` (actor-commit.ts repairs on it).
+    if (this.quiet?.outbound !== outbound) this.quiet = new QuietIndex(outbound);
+    return passOver(this.quiet, this.actor.subscriptions, this.flights, committed);
   }
 
   /** Schedules a send check soon, outside the caller's promise chain (protocol §4.1). */
