@@ -38,8 +38,8 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --nats-idle-budget S   at most this long creating them; fewer are measured and said (default 120)
   --only LIST          groups to run: appends,appends200,copy,lag,reads,subs,idle (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
-                       appends with keys, copy drain, live copy lag, catch-up read and (in the idle
-                       group) memory and idle CPU run beside this build's in the same rounds, as ratios
+                       appends with keys, copy drain, live copy lag, catch-up read, both subs loads and
+                       (in the idle group) memory and idle CPU run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
   --no-write           do not write the JSON result file
@@ -202,7 +202,7 @@ const rivuletLag = (kind) => (label) => withServer(kind, label, (server) => rivu
 const natsLag = (label) => withServer('nats', label, (nats) => natsLiveLag(nats, lagLoad()));
 
 /** The subs group: the appends load with keys, with `perStream` non-matching subscriptions per stream. */
-const filteredAppends = (perStream) => httpAppends('rivulet', 50, true, (server) => prepareStreams(server.url, { streams: cfg.streams, perStream }));
+const filteredAppends = (perStream, kind = 'rivulet') => httpAppends(kind, 50, true, (server) => prepareStreams(server.url, { streams: cfg.streams, perStream }));
 
 /**
  * Rivulet idle: two servers of this build with the same flags side by side, one empty and one
@@ -278,6 +278,7 @@ const GROUPS = {
   subs: [
     ['rivulet-subs10', filteredAppends(10), null],
     ['rivulet-subs0', filteredAppends(0), null],
+    ...(flags['ab-cli'] ? [['rivulet-ab-subs10', filteredAppends(10, 'rivulet-ab'), null], ['rivulet-ab-subs0', filteredAppends(0, 'rivulet-ab'), null]] : []),
   ],
   idle: [
     ['rivulet-idle', rivuletIdle(cfg.idleStreams), null],

@@ -76,6 +76,19 @@ export function targetLines(s, { abCli = false, groups }) {
       ['ten subscriptions with non-matching filters cost < 5 % of append throughput', pct(subsCost), verdict(subsCost, '<', 0.05)],
       ['  ... CPU per append with ÷ without them', fmtX(ratio(s('rivulet-subs10', 'cpuUsPerReq'), s('rivulet-subs0', 'cpuUsPerReq'))), 'INFO'],
     );
+    if (abCli) {
+      const abCost = cost(s('rivulet-ab-subs10', 'perSec'), s('rivulet-ab-subs0', 'perSec'));
+      const extra = (with10, without) => s(with10, 'cpuUsPerReq') - s(without, 'cpuUsPerReq');
+      lines.push(
+        ['  ... the --ab-cli build: ten subscriptions cost', pct(abCost), 'INFO'],
+        ['  ... CPU per append with them, this build ÷ --ab-cli build', fmtX(ratio(s('rivulet-subs10', 'cpuUsPerReq'), s('rivulet-ab-subs10', 'cpuUsPerReq'))), 'INFO'],
+        [
+          '  ... CPU the ten add per append (with - without), this build, --ab-cli build',
+          `${extra('rivulet-subs10', 'rivulet-subs0').toFixed(1)} µs, ${extra('rivulet-ab-subs10', 'rivulet-ab-subs0').toFixed(1)} µs`,
+          'INFO',
+        ],
+      );
+    }
   }
   if (on('idle')) {
     const above = s('rivulet-idle', 'aboveEmptyMb');
