@@ -73,7 +73,7 @@ export function passOver(
     const key = keys[i]!;
     if (matched?.has(key)) continue;
     const row = rows.get(key);
-    if (row === undefined || row.cursor !== before || row.halted || row.inflightDeadlineAt !== null || row.nextAttemptAt !== null || inFlight.has(key)) continue;
+    if (row === undefined || row.cursor !== before || row.halted || row.inflightDeadlineAt !== null || row.nextAttemptAt !== null || (inFlight.size > 0 && inFlight.has(key))) continue;
     if (rows.advanceQuietly(row, last.offset)) due = true;
     passed++;
   }
