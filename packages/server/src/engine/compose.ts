@@ -54,6 +54,8 @@ export interface EngineOptions extends EnginePorts {
   maxActors?: number;
   /** Drop actors unused for a whole period of this many ms too (registry.ts; off when absent). */
   actorIdleSweepMs?: number;
+  /** Told how many actors each idle sweep dropped and kept (registry.ts `afterSweep`). */
+  afterActorSweep?(dropped: number, loaded: number): void;
   /** Backlog and batch bounds of live connections (tests make them small). */
   connectionLimits?: Partial<ConnectionLimits>;
   /** Told after every commit, after delivery was poked (the Worker host keeps its project index in step). */
@@ -121,6 +123,7 @@ export function composeEngine(options: EngineOptions): Engine {
       onEvict: (actor: StreamActor) => delivery.forget(actor),
       ...(options.maxActors !== undefined ? { maxActors: options.maxActors } : {}),
       ...(options.actorIdleSweepMs !== undefined ? { idleSweepMs: options.actorIdleSweepMs } : {}),
+      ...(options.afterActorSweep ? { afterSweep: options.afterActorSweep } : {}),
     },
   );
   // Delivery progress is persisted lazily (subscription-runtime.ts): bring the rows up to date first.

@@ -151,6 +151,29 @@ describe('StreamRegistry', () => {
     expect([...registry.loaded()]).toEqual([]);
   });
 
+  it('tells afterSweep how many actors each sweep dropped and how many stay', () => {
+    const timer = new ManualTimer();
+    const counts: Array<[number, number]> = [];
+    let busy = true;
+    const registry = new StreamRegistry(depsWith(timer), {
+      idleSweepMs: 1000,
+      canEvict: (actor) => actor.path !== '/busy' || !busy,
+      afterSweep: (dropped, loaded) => counts.push([dropped, loaded]),
+    });
+    for (const path of ['/a', '/b', '/busy']) registry.get(null, path);
+    timer.fire(); // all used in this period
+    registry.get(null, '/c');
+    timer.fire(); // /a and /b go, /busy may not, /c was used
+    busy = false;
+    timer.fire(); // /busy and /c
+    expect(counts).toEqual([
+      [0, 3],
+      [2, 2],
+      [2, 0],
+    ]);
+    expect([...registry.loaded()]).toEqual([]);
+  });
+
   it('sets no timer without idleSweepMs, and none after close', () => {
     const timer = new ManualTimer();
     const plain = new StreamRegistry(depsWith(timer));

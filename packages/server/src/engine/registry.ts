@@ -26,6 +26,13 @@ export interface RegistryOptions {
   idleSweepMs?: number;
   canEvict?(actor: StreamActor): boolean;
   onEvict?(actor: StreamActor): void;
+  /**
+   * Told after each idle sweep how many actors it dropped (none included) and how many stay
+   * loaded. What the dropped ones held is garbage from then on, which an idle process may not
+   * collect for a long time: the Node host asks for a collection after a large sweep
+   * (hosts/node/heap-release.ts).
+   */
+  afterSweep?(dropped: number, loaded: number): void;
 }
 
 export class StreamRegistry {
@@ -111,11 +118,16 @@ export class StreamRegistry {
 
   /** Drops every evictable actor not used since the previous sweep; re-arms while actors remain. */
   private sweep(): void {
+    let dropped = 0;
     for (const [key, entry] of this.actors) {
       if (entry.period === this.period) break;
-      if (this.evictable(entry)) this.drop(key, entry);
+      if (this.evictable(entry)) {
+        this.drop(key, entry);
+        dropped++;
+      }
     }
     this.period++;
     if (this.actors.size > 0) this.armSweep();
+    this.options.afterSweep?.(dropped, this.actors.size);
   }
 }

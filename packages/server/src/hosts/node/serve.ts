@@ -32,6 +32,7 @@ import { nodeMetrics } from './node-metrics.js';
 import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
 import { enableRegexpFallback } from './regexp-fallback.js';
+import { releaseAfterSweep } from './heap-release.js';
 import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
 import { CallableRegistry } from '../../engine/itx/worker-registry.js';
@@ -228,6 +229,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     processorWaker: processorWakeReceiver(itx),
     // Quiet streams leave memory after 30–60 s unused (architecture.md, "Actors come and go").
     actorIdleSweepMs: 30_000,
+    // What a large sweep dropped is collected at once, not whenever V8 next needs room (heap-release.ts).
+    afterActorSweep: releaseAfterSweep(),
   });
   const { delivery, service } = engine;
   // Online backups through the server's own connection (backup.ts, protocol §15.5).
