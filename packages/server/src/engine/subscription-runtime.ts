@@ -76,30 +76,32 @@ const QUIET_PERSIST_EVERY = 1000;
 /** Progress kept in memory only is persisted at the latest this long after it changed. */
 const SOON_MS = 250;
 
+/**
+ * One of these per loaded stream, and most streams are quiet: beyond the rows themselves it holds
+ * only what is in flight, created on first use and dropped once written (bench/README.md,
+ * bench/peers "memory at 10,000 streams").
+ */
 export class SubscriptionRuntime {
   private readonly rows = new Map<string, SubscriptionRow>();
-  /** The cursor each row has in storage; it may trail the in-memory one (advanceQuietly). */
-  private readonly persistedCursor = new Map<string, number>();
-  private readonly dirty = new Set<string>();
+  /**
+   * Rows changed in memory only (advanceQuietly, update), with the cursor each has in storage,
+   * which may trail the in-memory one; undefined while every row is as stored.
+   */
+  private unwritten: Map<string, number> | undefined;
   /** Latency samples per key, parsed once; persisted with the row by persistDirty. */
-  private readonly measurements = new Map<string, StatsRecord>();
-  private readonly statsDirty = new Set<string>();
+  private measurements: Map<string, StatsRecord> | undefined;
+  private statsDirty: Set<string> | undefined;
   private cancelFlush: CancelTimer | undefined;
-  /** What the subscription index holds per key (subscription-index.ts), as fingerprints. */
-  private readonly indexed: Map<string, string>;
-  /** The attempt history (protocol §22), written with the progress. */
-  readonly attempts: DeliveryAttempts;
+  private attemptLog: DeliveryAttempts | undefined;
 
   constructor(
     private readonly storage: SqlStorage,
     private sid: number | null,
     private readonly timer: Timer,
-    attemptsKept = 50,
+    private readonly attemptsKept = 50,
     /** Every runtime of the database with progress held in memory only (StreamStore.unpersisted). */
     private readonly unpersisted?: Set<{ persistDirty(): void }>,
   ) {
-    this.attempts = new DeliveryAttempts(storage, attemptsKept);
-    this.indexed = sid === null ? new Map() : indexFingerprints(storage, sid);
     if (sid !== null) {
       for (const r of storage.exec<RowRecord>(
         `SELECT key, run_configured_at, run_cursor_set_at, cursor, attempt, next_attempt_at, inflight_deadline_at,
@@ -108,9 +110,25 @@ export class SubscriptionRuntime {
         sid,
       )) {
         this.rows.set(r.key, fromRecord(r));
-        this.persistedCursor.set(r.key, r.cursor);
       }
     }
+  }
+
+  /** The attempt history (protocol §22), written with the progress. */
+  get attempts(): DeliveryAttempts {
+    return (this.attemptLog ??= new DeliveryAttempts(this.storage, this.attemptsKept));
+  }
+
+  /** The cursor of `key` in storage. */
+  private storedCursor(key: string): number {
+    return this.unwritten?.get(key) ?? this.rows.get(key)?.cursor ?? 0;
+  }
+
+  /** Called before `key`'s row changes in memory only: remembers its stored cursor. */
+  private keepUnwritten(key: string): void {
+    const unwritten = (this.unwritten ??= new Map());
+    if (!unwritten.has(key)) unwritten.set(key, this.rows.get(key)?.cursor ?? 0);
+    this.unpersisted?.add(this);
   }
 
   get(key: string): SubscriptionRow | undefined {
@@ -134,27 +152,20 @@ export class SubscriptionRuntime {
         this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ? AND key = ?`, sid, key);
         this.attempts.remove(sid, key);
         this.rows.delete(key);
-        this.persistedCursor.delete(key);
-        this.dirty.delete(key);
-        this.statsDirty.delete(key);
-        this.measurements.delete(key);
+        this.unwritten?.delete(key);
+        this.statsDirty?.delete(key);
+        this.measurements?.delete(key);
       }
     }
-    for (const key of [...this.indexed.keys()]) {
-      if (!byKey[key]) {
-        deleteIndexRow(this.storage, sid, key);
-        this.indexed.delete(key);
-      }
-    }
+    // What the subscription index holds per key, as fingerprints (subscription-index.ts): read
+    // here, by the commits that change subscriptions and at load, rather than kept per stream.
+    const indexed = indexFingerprints(this.storage, sid);
+    for (const key of indexed.keys()) if (!byKey[key]) deleteIndexRow(this.storage, sid, key);
     for (const [key, entry] of Object.entries(byKey)) {
       const row = this.rows.get(key);
       const repaired = repairRow(key, entry, row);
       if (repaired !== row) this.write(repaired);
-      const fingerprint = indexFingerprint(entry);
-      if (this.indexed.get(key) !== fingerprint) {
-        writeIndexRow(this.storage, sid, key, entry);
-        this.indexed.set(key, fingerprint);
-      }
+      if (indexed.get(key) !== indexFingerprint(entry)) writeIndexRow(this.storage, sid, key, entry);
     }
   }
 
@@ -203,8 +214,7 @@ export class SubscriptionRuntime {
       row.stats,
     );
     this.rows.set(row.key, row);
-    this.persistedCursor.set(row.key, row.cursor);
-    this.dirty.delete(row.key);
+    this.unwritten?.delete(row.key);
   }
 
   /**
@@ -217,10 +227,9 @@ export class SubscriptionRuntime {
    * then calls persistDirty once, after moving the rest, so the stream's quiet rows go together.
    */
   advanceQuietly(row: SubscriptionRow, cursor: number): boolean {
+    this.keepUnwritten(row.key);
     row.cursor = cursor;
-    this.dirty.add(row.key);
-    this.unpersisted?.add(this);
-    return cursor - (this.persistedCursor.get(row.key) ?? 0) >= QUIET_PERSIST_EVERY;
+    return cursor - this.storedCursor(row.key) >= QUIET_PERSIST_EVERY;
   }
 
   /**
@@ -230,9 +239,8 @@ export class SubscriptionRuntime {
    * last results, which only makes them be delivered again (at least once).
    */
   update(row: SubscriptionRow): void {
+    this.keepUnwritten(row.key);
     this.rows.set(row.key, row);
-    this.dirty.add(row.key);
-    this.unpersisted?.add(this);
     this.persistSoon();
   }
 
@@ -251,18 +259,18 @@ export class SubscriptionRuntime {
     if (s.completion.length > RECENT) s.completion.shift();
     if (s.duration.length > RECENT) s.duration.shift();
     s.counts = [s.counts[0] + 1, s.counts[1] + 1];
-    this.measurements.set(key, s);
-    this.statsDirty.add(key);
+    (this.measurements ??= new Map()).set(key, s);
+    (this.statsDirty ??= new Set()).add(key);
     this.unpersisted?.add(this);
     this.persistSoon();
   }
 
   private statsOf(key: string): StatsRecord | undefined {
-    let s = this.measurements.get(key);
+    let s = this.measurements?.get(key);
     const text = this.rows.get(key)?.stats;
     if (!s && text) {
       s = JSON.parse(text) as StatsRecord;
-      this.measurements.set(key, s);
+      (this.measurements ??= new Map()).set(key, s);
     }
     return s;
   }
@@ -271,19 +279,20 @@ export class SubscriptionRuntime {
   persistDirty(): void {
     this.unpersisted?.delete(this);
     // Nothing to write: /metrics asks every loaded actor at each scrape (engine/compose.ts).
-    if (this.dirty.size === 0 && this.statsDirty.size === 0 && this.cancelFlush === undefined && !this.attempts.hasPending) return;
+    const pendingAttempts = this.attemptLog?.hasPending === true;
+    if (this.unwritten === undefined && this.statsDirty === undefined && this.cancelFlush === undefined && !pendingAttempts) return;
     this.cancelFlush?.();
     this.cancelFlush = undefined;
-    const keys = new Set([...this.dirty, ...this.statsDirty]);
-    this.dirty.clear();
-    this.statsDirty.clear();
+    const keys = new Set([...(this.unwritten?.keys() ?? []), ...(this.statsDirty ?? [])]);
+    this.unwritten = undefined;
+    this.statsDirty = undefined;
     const sid = this.sid;
-    if ((keys.size === 0 && !this.attempts.hasPending) || sid === null) return;
+    if ((keys.size === 0 && !pendingAttempts) || sid === null) return;
     const write = () => {
-      this.attempts.persist(sid);
+      this.attemptLog?.persist(sid);
       for (const key of keys) {
         const row = this.rows.get(key);
-        const stats = this.measurements.get(key);
+        const stats = this.measurements?.get(key);
         if (row) this.write(stats ? { ...row, stats: JSON.stringify(stats) } : row);
       }
     };
@@ -296,12 +305,10 @@ export class SubscriptionRuntime {
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     this.rows.clear();
-    this.persistedCursor.clear();
-    this.dirty.clear();
-    this.statsDirty.clear();
-    this.measurements.clear();
-    this.attempts.clear();
-    this.indexed.clear();
+    this.unwritten = undefined;
+    this.statsDirty = undefined;
+    this.measurements = undefined;
+    this.attemptLog?.clear();
     this.sid = null;
   }
 
