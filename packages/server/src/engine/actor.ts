@@ -64,12 +64,13 @@ export class StreamActor {
   private committedHead = 0;
   /** The core state at `committedHead` (the in-memory state may already be ahead of it). */
   private publishedState: CoreState | null = null;
-  private readonly listeners = new Set<LiveListener>();
+  // Created on first use, like controlRules and expressionBudget: most loaded streams are quiet
+  // (bench/README.md, bench/peers "memory at 10,000 streams").
+  private listeners: Set<LiveListener> | undefined;
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();
-  private readonly controlRules: ControlRules;
-  /** The budget every JSONata evaluation on this stream runs under (protocol §16.8). */
-  readonly expressionBudget: ExpressionBudget;
+  private rules: ControlRules | undefined;
+  private budget: ExpressionBudget | undefined;
   /** Bumped by destroy: post-commit work of an append from an ended lifetime is dropped. */
   private lifetime = 0;
 
@@ -93,15 +94,19 @@ export class StreamActor {
     readonly projectId: string | null,
     readonly path: string,
     private readonly deps: ActorDeps,
-  ) {
-    this.expressionBudget = expressionBudget({ timeMs: deps.config.expressionTimeMs, memoryBytes: deps.config.expressionMemoryBytes }, () => deps.clock.now());
-    this.controlRules = createControlRules({
-      projectId,
-      path,
-      allowPrivateWebhooks: deps.config.allowPrivateWebhooks,
-      expressionLimits: this.expressionBudget,
-      isConnectionKey: (key) => this.connectionKeys.has(key),
-    });
+  ) {}
+
+  /** The budget every JSONata evaluation on this stream runs under (protocol §16.8). */
+  get expressionBudget(): ExpressionBudget {
+    const { config, clock } = this.deps;
+    return (this.budget ??= expressionBudget({ timeMs: config.expressionTimeMs, memoryBytes: config.expressionMemoryBytes }, () => clock.now()));
+  }
+
+  private get controlRules(): ControlRules {
+    if (this.rules) return this.rules;
+    const { projectId, path, expressionBudget: expressionLimits } = this;
+    const isConnectionKey = (key: string) => this.connectionKeys.has(key);
+    return (this.rules = createControlRules({ projectId, path, allowPrivateWebhooks: this.deps.config.allowPrivateWebhooks, expressionLimits, isConnectionKey }));
   }
 
   private load(): Loaded {
@@ -292,7 +297,7 @@ export class StreamActor {
     const news = events[0]!.offset > this.committedHead ? events : events.filter((e) => e.offset > this.committedHead);
     this.committedHead = last.offset;
     this.publishedState = state;
-    if (this.listeners.size > 0) for (const listener of [...this.listeners]) listener.onEvents(news, state);
+    if (this.listeners !== undefined && this.listeners.size > 0) for (const listener of [...this.listeners]) listener.onEvents(news, state);
     this.deps.afterCommit?.(this, news, bytes);
   }
 
@@ -324,7 +329,7 @@ export class StreamActor {
   runtimeState(extra?: Pick<RuntimeState, 'connections'>): RuntimeState | null {
     if (!this.exists) return null;
     const connections: RuntimeState['connections'] = {};
-    for (const view of this.connectionViews) Object.assign(connections, view());
+    for (const view of this.connectionViews ?? []) Object.assign(connections, view());
     return {
       streamMaxOffset: this.committedHead,
       subscriptions: this.load().subscriptions.view(this.committedHead),
@@ -333,12 +338,13 @@ export class StreamActor {
   }
 
   /** Views of connections held outside the actor (hosted processor connections), merged into runtime.connections. */
-  private readonly connectionViews = new Set<() => RuntimeState['connections']>();
+  private connectionViews: Set<() => RuntimeState['connections']> | undefined;
 
   /** Adds a view to runtime.connections; answers the function that removes it. */
   addConnectionView(view: () => RuntimeState['connections']): () => void {
-    this.connectionViews.add(view);
-    return () => this.connectionViews.delete(view);
+    const views = (this.connectionViews ??= new Set());
+    views.add(view);
+    return () => views.delete(view);
   }
 
   /** Erases every row; the next touch starts a new lifetime (protocol §2.5). */
@@ -353,8 +359,8 @@ export class StreamActor {
     this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, checkpoint: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
     this.committedHead = 0;
     this.publishedState = null;
-    const listeners = [...this.listeners];
-    this.listeners.clear();
+    const listeners = [...(this.listeners ?? [])];
+    this.listeners = undefined;
     for (const listener of listeners) listener.onDestroyed();
     await this.durable();
     this.deps.afterDestroy?.(this);
@@ -367,12 +373,12 @@ export class StreamActor {
    */
   watch(listener: LiveListener): { head: number; state: CoreState | null; stop: () => void } {
     this.load();
-    this.listeners.add(listener);
-    return { head: this.committedHead, state: this.publishedState, stop: () => this.listeners.delete(listener) };
+    (this.listeners ??= new Set()).add(listener);
+    return { head: this.committedHead, state: this.publishedState, stop: () => this.listeners?.delete(listener) };
   }
 
   get listenerCount(): number {
-    return this.listeners.size;
+    return this.listeners?.size ?? 0;
   }
 
   /**
@@ -382,7 +388,7 @@ export class StreamActor {
    * when it lets go (`onEvict`).
    */
   get idle(): boolean {
-    return this.listeners.size === 0 && this.connectionKeys.size === 0 && this.committedHead === (this.loaded?.head ?? this.committedHead);
+    return this.listenerCount === 0 && this.connectionKeys.size === 0 && this.committedHead === (this.loaded?.head ?? this.committedHead);
   }
 }
 
