@@ -64,4 +64,21 @@ describe('SubscriptionRuntime.advanceQuietly', () => {
     rt.write({ ...rt.get('k')!, attempt: 1 });
     expect(stored()).toBe(50);
   });
+
+  it('judges the 1000 offsets from the stored cursor, also after a result kept in memory only', async () => {
+    const { rt, stored } = await runtime();
+    rt.update(row(600)); // a delivery's result, persisted within 250 ms
+    expect(stored()).toBe(2);
+    rt.advanceQuietly(rt.get('k')!, 1001);
+    expect(stored()).toBe(2); // 999 past the stored 2
+    rt.advanceQuietly(rt.get('k')!, 1002);
+    expect(stored()).toBe(1002);
+    rt.update(row(1500));
+    rt.persistDirty();
+    expect(stored()).toBe(1500);
+    rt.advanceQuietly(rt.get('k')!, 2499);
+    expect(stored()).toBe(1500);
+    rt.persistDirty();
+    expect(stored()).toBe(2499);
+  });
 });
