@@ -76,7 +76,7 @@ describe('the memory of stream actors', () => {
       // The reader, ended; the test keeps nothing of it.
       const tail = engine.service.tail(null, '/src-0', { afterOffset: 0 })[Symbol.asyncIterator]();
       expect((await tail.next()).value).toMatchObject({ kind: 'opened' });
-      await tail.return(undefined);
+      await tail.return?.(undefined);
     })();
     const refs = [...engine.registry.loaded()].map((actor) => new WeakRef(actor));
     expect(refs.length).toBeGreaterThanOrEqual(3);
