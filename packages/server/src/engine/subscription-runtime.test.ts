@@ -69,14 +69,16 @@ describe('SubscriptionRuntime.advanceQuietly', () => {
     const { rt, stored } = await runtime();
     rt.update(row(600)); // a delivery's result, persisted within 250 ms
     expect(stored()).toBe(2);
-    rt.advanceQuietly(rt.get('k')!, 1001);
-    expect(stored()).toBe(2); // 999 past the stored 2
-    rt.advanceQuietly(rt.get('k')!, 1002);
+    expect(rt.advanceQuietly(rt.get('k')!, 1001)).toBe(false); // 999 past the stored 2
+    expect(stored()).toBe(2);
+    // Due: 1000 past the stored 2, although only 402 past the 600 kept in memory.
+    expect(rt.advanceQuietly(rt.get('k')!, 1002)).toBe(true);
+    rt.persistDirty();
     expect(stored()).toBe(1002);
     rt.update(row(1500));
     rt.persistDirty();
     expect(stored()).toBe(1500);
-    rt.advanceQuietly(rt.get('k')!, 2499);
+    expect(rt.advanceQuietly(rt.get('k')!, 2499)).toBe(false);
     expect(stored()).toBe(1500);
     rt.persistDirty();
     expect(stored()).toBe(2499);
