@@ -114,6 +114,64 @@ export class PageConnection {
 }
 
 /**
+ * GETs the page after `after` and checks it holds exactly `after + 1 … after + expected` (dense
+ * offsets); answers its body, every byte of which was received and framed by Content-Length.
+ */
+async function checkedPage(conn, path, after, page, expected) {
+  const { status, body } = await conn.get(`${path}?afterOffset=${after}&limit=${page}`);
+  if (status !== 200) throw new Error(`catch-up read answered ${status}: ${body.toString('utf8', 0, 300)}`);
+  const ends = pageEnds(body);
+  if (ends?.first !== after + 1 || ends.last !== after + expected) {
+    throw new Error(`catch-up read after ${after}: events ${ends?.first}…${ends?.last}, expected ${after + 1}…${after + expected}`);
+  }
+  return body;
+}
+
+/**
+ * The `afterOffset` of each of `pages` pages read from random positions, the shape of
+ * redis-benchmark's `XRANGE s __rand_int__ + COUNT page` with `-r`: each uniform over the positions
+ * whose page is full, `firstOffset - 1 … lastOffset - page`, so every page holds `page` events.
+ * `random` answers [0, 1) (seeded in run.mjs, so a run's offsets can be repeated).
+ */
+export function randomAfters({ firstOffset, lastOffset, page, pages, random }) {
+  const span = lastOffset - firstOffset + 2 - page;
+  if (span < 1) throw new Error(`random pages: a stream of ${firstOffset}…${lastOffset} holds no full page of ${page}`);
+  return Array.from({ length: pages }, () => firstOffset - 1 + Math.floor(random() * span));
+}
+
+/** A seeded generator of [0, 1) (mulberry32): the same seed answers the same sequence. */
+export function seededRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * One reader fetching one full page of `page` events after each offset of `afters` in turn, on one
+ * keep-alive socket, one GET at a time: what redis-benchmark `-c 1` does with its XRANGEs. Each
+ * page is received whole, framed and checked as catchUpRead's are. Answers the same figures.
+ */
+export async function randomPagesRead({ url, path, afters, page }) {
+  const target = new URL(url);
+  const conn = new PageConnection(target.hostname, Number(target.port));
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let bytes = 0;
+  try {
+    for (const after of afters) bytes += (await checkedPage(conn, path, after, page, page)).length;
+  } finally {
+    conn.close();
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { pages: afters.length, events: afters.length * page, bytes, seconds, readerCpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+/**
  * One reader fetching `path` (GET …?afterOffset=N&limit=page) from `firstOffset` to `lastOffset`,
  * one page after the other, each starting after the last offset of the one before. The stream's
  * offsets are dense (no ephemeral events), so each page must run from the offset after the one
@@ -130,14 +188,9 @@ export async function catchUpRead({ url, path, firstOffset, lastOffset, page }) 
   let after = firstOffset - 1;
   try {
     while (after < lastOffset) {
-      const { status, body } = await conn.get(`${path}?afterOffset=${after}&limit=${page}`);
-      if (status !== 200) throw new Error(`catch-up read answered ${status}: ${body.toString('utf8', 0, 300)}`);
-      const ends = pageEnds(body);
       const expected = Math.min(page, lastOffset - after);
-      if (ends?.first !== after + 1 || ends.last !== after + expected) {
-        throw new Error(`catch-up read after ${after}: events ${ends?.first}…${ends?.last}, expected ${after + 1}…${after + expected}`);
-      }
-      after = ends.last;
+      const body = await checkedPage(conn, path, after, page, expected);
+      after = pageEnds(body).last;
       pages++;
       events += expected;
       bytes += body.length;
