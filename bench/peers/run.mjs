@@ -16,7 +16,7 @@ import { prepareStreams } from './filtered.mjs';
 import { createNatsSources, createRivuletSubscriptions, rssMb, settleAndIdle } from './idle.mjs';
 import { natsLiveLag, rivuletLiveLag } from './live-lag.mjs';
 import { appendLoad, eventBody } from './load.mjs';
-import { catchUpRead } from './read-client.mjs';
+import { catchUpRead, randomAfters, randomPagesRead, seededRandom } from './read-client.mjs';
 import { ensurePrograms, natsSourcingDrain, redisPreload, redisXadd, redisXrange, startNats, startRedis } from './peers.mjs';
 import { targetLines } from './targets.mjs';
 import { median, roundOrder } from './verdict.mjs';
@@ -177,7 +177,7 @@ const rivuletCopy = (kind) => (label) =>
 const natsCopy = (label) =>
   withServer('nats', label, (nats) => natsSourcingDrain(nats, { count: cfg.copyEvents + 1, body: BODY, timeoutMs: cfg.timeoutMs }));
 
-/** Rivulet's catch-up read: one reader through the whole stream in pages of 500. */
+/** Rivulet's catch-up read: one reader through the whole stream in pages of 500, one pass on a fresh server. */
 const rivuletRead = (kind) => (label) =>
   withServer(kind, label, async (server) => {
     await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
@@ -187,13 +187,29 @@ const rivuletRead = (kind) => (label) =>
     return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent, readerCpuUsPerEvent: (r.readerCpuMs * 1000) / r.events };
   });
 
+// At least 2000 pages: redis-benchmark counts its time in whole milliseconds, and a few hundred
+// pages take only a few of them. rivulet-read-pages reads as many.
+const readPages = () => Math.max(Math.ceil(cfg.readEvents / cfg.page), 2000);
+
+/**
+ * Rivulet read in redis-xrange's shape: one reader, readPages() full pages of 500, each after a
+ * random offset of the stream, no unmeasured pass first (Redis gets none: both servers have just
+ * been written). bench/README "catch-up reads (reads group)".
+ */
+const rivuletReadPages = (kind) => (label) =>
+  withServer(kind, label, async (server) => {
+    await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
+    const afters = randomAfters({ firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, pages: readPages(), random: seededRandom(Number(/-r(\d+)$/.exec(label)[1]) + 1) });
+    const cpu0 = procCpuMs(server.child.pid);
+    const r = await randomPagesRead({ url: server.url, path: '/v1/streams/bench/read', afters, page: cfg.page });
+    const cpuUsPerEvent = ((procCpuMs(server.child.pid) - cpu0) * 1000) / r.events;
+    return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent, readerCpuUsPerEvent: (r.readerCpuMs * 1000) / r.events };
+  });
+
 const redisRead = (label) =>
   withServer('redis', label, async (redis) => {
     await redisPreload(redis, cfg.readEvents, BODY);
-    // At least 2000 pages: redis-benchmark counts its time in whole milliseconds, and a few hundred
-    // pages take only a few of them.
-    const pages = Math.max(Math.ceil(cfg.readEvents / cfg.page), 2000);
-    return redisXrange(redis, { count: cfg.readEvents, page: cfg.page, pages, timeoutMs: cfg.timeoutMs });
+    return redisXrange(redis, { count: cfg.readEvents, page: cfg.page, pages: readPages(), timeoutMs: cfg.timeoutMs });
   });
 
 /** The live copy lag: the same rate and count for both, the first second not measured. */
@@ -271,9 +287,10 @@ const GROUPS = {
     ...(flags['ab-cli'] ? [['rivulet-ab-lag', rivuletLag('rivulet-ab'), null]] : []),
   ],
   reads: [
-    ['rivulet-read', rivuletRead('rivulet'), null],
+    ['rivulet-read-pages', rivuletReadPages('rivulet'), null],
     ['redis-xrange', redisRead, redisOff],
-    ...(flags['ab-cli'] ? [['rivulet-ab-read', rivuletRead('rivulet-ab'), null]] : []),
+    ['rivulet-read', rivuletRead('rivulet'), null],
+    ...(flags['ab-cli'] ? [['rivulet-ab-read-pages', rivuletReadPages('rivulet-ab'), null], ['rivulet-ab-read', rivuletRead('rivulet-ab'), null]] : []),
   ],
   subs: [
     ['rivulet-subs10', filteredAppends(10), null],

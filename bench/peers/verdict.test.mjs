@@ -127,6 +127,25 @@ describe('bench/peers target lines', () => {
     expect(v['live copy lag p99 <= NATS sourcing']).toBe('SKIP');
     expect(v['streams with a copy subscription each: RSS above an empty server <= 40 MB']).toBe('SKIP');
     expect(Object.keys(v).some((t) => t.startsWith('ten subscriptions'))).toBe(false);
-    expect(Object.keys(verdicts(['reads']))).toEqual(['catch-up reads, pages of 500 >= 1.0x Redis XRANGE']);
+    expect(Object.keys(verdicts(['reads']))[0]).toBe('catch-up reads, pages of 500 from random offsets >= 1.0x Redis XRANGE');
+  });
+
+  it('judges the reads target on the random-pages pair, the one-pass read reported beside it', () => {
+    const reads = {
+      'rivulet-read-pages': { eventsPerSec: 400, cpuUsPerEvent: 1.5 },
+      'rivulet-read': { eventsPerSec: 1000, cpuUsPerEvent: 2 },
+      'redis-xrange': { eventsPerSec: 500, cpuUsPerEvent: 0.5 },
+    };
+    const t = (name, field) => reads[name]?.[field] ?? NaN;
+    const lines = () => Object.fromEntries(targetLines(t, { groups: ['reads'] }).map(([k, value, v]) => [k.trim(), [value, v]]));
+    const target = 'catch-up reads, pages of 500 from random offsets >= 1.0x Redis XRANGE';
+    expect(lines()[target]).toEqual(['0.80x', 'MISS']);
+    expect(lines()['... server CPU per event, Rivulet ÷ Redis']).toEqual(['3.00x', 'INFO']);
+    expect(lines()['... one sequential pass on a fresh server (another shape) ÷ Redis']).toEqual(['2.00x', 'INFO']);
+    reads['rivulet-read-pages'].eventsPerSec = 500;
+    expect(lines()[target]).toEqual(['1.00x', 'PASS']);
+    // Without the same-shape contender there is no verdict, whatever the one-pass read did.
+    delete reads['rivulet-read-pages'];
+    expect(lines()[target][1]).toBe('SKIP');
   });
 });
