@@ -340,7 +340,7 @@ async function main() {
       if (options?.once && round > 0) continue;
       const r = await run(`${name}-r${round}`);
       runs.push({ name, round, ...r });
-      console.log(`  ${name.padEnd(17)} ${describe(name, r)}`);
+      console.log(`  ${name.padEnd(18)} ${describe(name, r)}`);
     }
   }
 
