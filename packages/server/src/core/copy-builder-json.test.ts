@@ -3,32 +3,20 @@
  * `fieldsJson` → AppendInput `jsonAfterType` → decide-append.ts): byte for byte what serialising the
  * copy event writes, whatever the characters in the stamp, the types and the fields.
  */
-import type { JsonObject } from '@rivulet/contract';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planCopies, type CopyBatch, type CopyBatchEvent } from './copy-builder.js';
 import type { ShapedEvent } from './filter.js';
 import { Stream } from '../../test/helpers/decide-stream.js';
+import { jsonObject, jsonText } from '../../test/helpers/json-arbitrary.js';
 
 /** The payload and metadata members of a shaped event as JSON.stringify writes them (what the source stored). */
 function fieldsOf(shaped: ShapedEvent): string {
   return JSON.stringify(shaped).slice(`{"type":${JSON.stringify(shaped.type)}`.length, -1);
 }
 
-const text = fc.string({ unit: 'binary', maxLength: 12 });
-const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small' },
-    text,
-    fc.integer(),
-    fc.double({ noNaN: true, noDefaultInfinity: true }),
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(text, tie('value'), { maxKeys: 3 }),
-  ),
-})).value;
-const object = fc.dictionary(text, json, { maxKeys: 4 }) as fc.Arbitrary<JsonObject>;
+const text = jsonText;
+const object = jsonObject;
 const shaped: fc.Arbitrary<ShapedEvent> = fc.record({ type: fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), payload: object, metadata: object }, { requiredKeys: ['type'] });
 const stamp = fc.record({
   projectId: fc.option(text, { nil: null }),

@@ -3,13 +3,13 @@
  * serialising the parsed event's fields again writes, and it is refused whenever the text is not
  * laid out as the append path stores it.
  */
-import type { CommittedEvent, JsonObject } from '@rivulet/contract';
+import type { CommittedEvent } from '@rivulet/contract';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AppendInput } from '../core/append-input.js';
 import { buildEvent } from '../core/decide-append.js';
 import { unshaped } from '../core/filter.js';
 import { committedJson, rememberJson, storedFieldsJson } from './event-json.js';
+import { appendInput } from '../../test/helpers/json-arbitrary.js';
 
 /** An event as a delivery has it: parsed from its stored text, the text riding along. */
 function stored(text: string): CommittedEvent {
@@ -18,24 +18,7 @@ function stored(text: string): CommittedEvent {
   return event;
 }
 
-const text = fc.string({ unit: 'binary', maxLength: 12 });
-const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small' },
-    text,
-    fc.integer(),
-    fc.double({ noNaN: true, noDefaultInfinity: true }),
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(text, tie('value'), { maxKeys: 3 }),
-  ),
-})).value;
-const object = fc.dictionary(text, json, { maxKeys: 4 }) as fc.Arbitrary<JsonObject>;
-const input: fc.Arbitrary<AppendInput> = fc.record(
-  { type: fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), payload: object, metadata: object, idempotencyKey: text },
-  { requiredKeys: ['type'] },
-);
+const input = appendInput;
 
 describe('storedFieldsJson', () => {
   it('cuts exactly what serialising the parsed fields again writes, unicode and numbers included', () => {
