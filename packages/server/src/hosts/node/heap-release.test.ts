@@ -32,18 +32,37 @@ describe('heap release after an idle sweep', () => {
 });
 
 describe('releaseHeap', () => {
-  it('collects again while a collection gives pages back, so sparse pages left between survivors go too', () => {
+  it('collects again while a collection gives at least 1 MB back, and stops at the first that does not (at most 6)', () => {
+    const MB = 1024 * 1024;
+    const run = (sizes: number[]) => {
+      let at = 0;
+      releaseHeap(
+        () => (at = Math.min(at + 1, sizes.length - 1)),
+        () => sizes[at]!,
+      );
+      return lastReleaseRounds;
+    };
+    expect(run([200 * MB, 120 * MB, 60 * MB, 59.5 * MB])).toBe(3); // the third gave back 0.5 MB
+    expect(run([200 * MB, 199.5 * MB])).toBe(1); // V8 compacted all of it in the first
+    expect(run([600 * MB, 500 * MB, 400 * MB, 300 * MB, 200 * MB, 100 * MB, 50 * MB, 10 * MB])).toBe(6);
+  });
+
+  it('frees the dropped objects on real V8 and never leaves more heap committed than one collection does', () => {
     const total = () => getHeapStatistics().total_heap_size;
+    const used = () => getHeapStatistics().used_heap_size;
     // Dropped actors sit between objects that stay: one survivor in fifty, on every page.
     let all: Array<{ m: Map<number, number>; s: Set<number>; t: string }> | null = Array.from({ length: 300_000 }, (_, i) => ({ m: new Map([[i, i]]), s: new Set([i]), t: `t-${i}` }));
     fullCollection(); // now in the old generation
+    const usedWithAll = used();
     const survivors = all.filter((_, i) => i % 50 === 0);
     all = null;
     fullCollection();
-    const afterOne = total(); // one collection keeps most sparse pages (≈170 MB here)
+    const afterOne = total();
     releaseHeap();
-    expect(lastReleaseRounds).toBeGreaterThan(1);
-    expect(total()).toBeLessThan(afterOne / 2);
+    // How many pages go back depends on V8's version: Node 20 needs several rounds for about half,
+    // Node 24 keeps them in this pattern (bench/README "memory at 10,000 streams (idle group)").
+    expect(total()).toBeLessThanOrEqual(afterOne);
+    expect(used()).toBeLessThan(usedWithAll / 4);
     expect(survivors).toHaveLength(6_000);
   });
 });

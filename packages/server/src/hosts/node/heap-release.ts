@@ -45,12 +45,12 @@ const ROUND_GAIN_BYTES = 1024 * 1024;
  * (V8 bounds the bytes it moves per collection), so after thousands of actors were dropped
  * between the objects that stay, a few rounds return what one does not.
  */
-export function releaseHeap(): void {
-  let before = getHeapStatistics().total_heap_size;
+export function releaseHeap(collect: () => void = fullCollection, heapSize: () => number = () => getHeapStatistics().total_heap_size): void {
+  let before = heapSize();
   for (let round = 1; round <= MAX_ROUNDS; round++) {
-    fullCollection();
+    collect();
     lastReleaseRounds = round;
-    const after = getHeapStatistics().total_heap_size;
+    const after = heapSize();
     if (before - after < ROUND_GAIN_BYTES) return;
     before = after;
   }
