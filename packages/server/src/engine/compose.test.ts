@@ -202,6 +202,34 @@ describe('composeEngine', () => {
     expect(time.delays).toContain(60_000);
   });
 
+  it('cancels a wait whose caller went away while its opening fact was being made durable', async () => {
+    // The wait is listed once its opening fact commits, before that fact is durable: a caller
+    // that sees it listed and leaves at once aborts the signal before the wait listens to it.
+    const { engine, time, storage } = await setup();
+    await engine.service.append('p', '/w', [x(1)]);
+    const caller = new AbortController();
+    const flush = storage.flush.bind(storage);
+    storage.flush = () => {
+      storage.flush = flush;
+      caller.abort();
+      return flush();
+    };
+    const waiting = engine.service.waitForEvent('p', '/w', { timeoutMs: 60_000, eventTypes: ['app/never'] }, caller.signal);
+    let answer: string | undefined;
+    const outcome = waiting.then(
+      () => (answer = 'answered'),
+      (error: { code?: string; message?: string }) => (answer = `${error.code}: ${error.message}`),
+    );
+    await time.advance(0);
+    // Without the cancel the wait would run to its timeout.
+    if (answer === undefined) await time.advance(60_000);
+    await outcome;
+    expect(answer).toBe('UNAVAILABLE: waitForEvent on /w was cancelled: its caller went away');
+    const read = await engine.service.read('p', '/w', { afterOffset: 0, limit: 100, includeEphemeral: false });
+    const closed = read.events.map((e) => JSON.parse(e.json) as { type: string; payload: { reason?: string } }).filter((e) => e.type === EventType.connectionClosed);
+    expect(closed.map((e) => e.payload.reason)).toEqual(['cancelled']);
+  });
+
   it('resumes owed deliveries of a reopened database (resumeDeliveries)', async () => {
     const first = await setup();
     await configure(first.engine, '/s', itxSub('k', 'beginning'));

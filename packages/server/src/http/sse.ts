@@ -5,6 +5,7 @@
  * destroyed` when the stream is destroyed (or is not the `expectedStreamId` lifetime), then the
  * response ends; a comment line every 15 s keeps idle connections open through proxies.
  */
+import { whenAborted } from '../core/when-aborted.js';
 import type { TailItem } from '../engine/tail.js';
 
 const encoder = new TextEncoder();
@@ -22,12 +23,12 @@ export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailIt
   let iterator: AsyncIterator<TailItem> | undefined;
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let closed = false;
-  let stop: (() => void) | undefined;
+  let stopListening: (() => void) | undefined;
   const close = () => {
     if (closed) return;
     closed = true;
     if (keepalive) clearInterval(keepalive);
-    if (stop) hooks.stopping?.removeEventListener('abort', stop);
+    stopListening?.();
     abort.abort();
     void iterator?.return?.();
     hooks.onClose?.();
@@ -38,13 +39,11 @@ export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailIt
       iterator = items(abort.signal)[Symbol.asyncIterator]();
       // A server going down ends the response like a finished one: the reader reconnects with
       // Last-Event-ID to the next server and misses nothing.
-      stop = () => {
+      stopListening = whenAborted(hooks.stopping, () => {
         if (closed) return;
         close();
         controller.close();
-      };
-      if (hooks.stopping?.aborted) stop();
-      else hooks.stopping?.addEventListener('abort', stop, { once: true });
+      });
       controller.enqueue(encoder.encode(': rivulet tail\nretry: 1000\n\n'));
       keepalive = setInterval(() => {
         try {

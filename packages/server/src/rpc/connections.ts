@@ -88,14 +88,22 @@ export async function openRpcConnection(ctx: RpcConnectionContext, options: unkn
   const parsed = parseOrThrow(OpenConnectionOptionsSchema, rest, 'options');
   // The stub passed in is disposed when this call returns: keep a duplicate for the connection.
   const callback = processEventBatch.dup();
-  let handle: ConnectionHandle;
+  // Listen for the session's end before opening: it can end while the opening fact is made
+  // durable, after the connection is already listed, and must still close it.
+  let handle: ConnectionHandle | undefined;
+  let sessionEnded = false;
+  const forget = sessions.onClose(sessionId, () => {
+    sessionEnded = true;
+    if (handle) void handle.close('session-ended');
+  });
   try {
     handle = await service.openConnection(ctx.projectId, ctx.path, parsed, (batch) => callback(batch));
   } catch (error) {
+    forget();
     callback[Symbol.dispose]();
     throw error;
   }
-  const forget = sessions.onClose(sessionId, () => void handle.close('session-ended'));
+  if (sessionEnded) void handle.close('session-ended');
   void handle.closed.then(() => {
     forget();
     try {

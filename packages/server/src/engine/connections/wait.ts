@@ -13,6 +13,7 @@ import {
   type WaitForEventBody,
   type WaitForEventResponse,
 } from '@rivulet/contract';
+import { whenAborted } from '../../core/when-aborted.js';
 import type { StreamActor } from '../actor.js';
 import type { ConnectionHub } from './hub.js';
 import type { LiveConnection } from './connection.js';
@@ -96,7 +97,7 @@ export async function waitForEvent(
     { kind: 'wait', timeoutMs: body.timeoutMs },
   );
   let cancelTimer: (() => void) | undefined;
-  let onAbort: (() => void) | undefined;
+  let stopListening: (() => void) | undefined;
   const ending = await Promise.race<Ending>([
     matchedPromise,
     handle.closed.then((closed): Ending => ({ kind: 'closed', closed })),
@@ -104,12 +105,13 @@ export async function waitForEvent(
       cancelTimer = hub.timer.set(body.timeoutMs, () => resolve({ kind: 'timeout' }));
     }),
     new Promise<Ending>((resolve) => {
-      onAbort = () => resolve({ kind: 'aborted' });
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // The caller may have gone while the opening fact was made durable: the wait is listed
+      // from its commit, so a caller can see it and leave before this line.
+      stopListening = whenAborted(signal, () => resolve({ kind: 'aborted' }));
     }),
   ]);
   cancelTimer?.();
-  if (onAbort) signal?.removeEventListener('abort', onAbort);
+  stopListening?.();
   if (matched) {
     await handle.close('matched');
     return { event: matched };

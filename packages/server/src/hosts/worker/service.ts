@@ -12,6 +12,7 @@
  * with the caller (worker-connections.ts): a wait is cancelled by naming its id to the object.
  */
 import { RivuletError, canonicalizePath, type ListResponse, type StreamListEntry } from '@rivulet/contract';
+import { whenAborted } from '../../core/when-aborted.js';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { StreamService } from '../../engine/service.js';
 import type { TailItem, TailOptions } from '../../engine/tail.js';
@@ -125,13 +126,11 @@ export function durableStreamService(env: WorkerEnv, metrics?: ServerMetrics): S
       const stub = object(projectId, path);
       const waitId = crypto.randomUUID();
       const waiting = unwrap(at(path), () => stub.waitForEvent(projectId, path, body, waitId));
-      const cancel = () => void stub.cancelWait(projectId, path, waitId).catch(() => undefined);
-      if (signal?.aborted) cancel();
-      else signal?.addEventListener('abort', cancel, { once: true });
+      const stopListening = whenAborted(signal, () => void stub.cancelWait(projectId, path, waitId).catch(() => undefined));
       try {
         return await waiting;
       } finally {
-        signal?.removeEventListener('abort', cancel);
+        stopListening();
       }
     },
   };

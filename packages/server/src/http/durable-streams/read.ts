@@ -4,6 +4,7 @@
  * READ_BUDGET bytes of them, with the offset to read from next; `Stream-Up-To-Date` says it
  * reached the head, and `Stream-Closed` that nothing will ever follow.
  */
+import { whenAborted } from '../../core/when-aborted.js';
 import type { DsStreams } from './store.js';
 import { empty, gone, notFound, refuse, type Fields } from './answer.js';
 import { CLOSED_TYPE, isMessage, messageBytes, messageJson, parseRaw, type ParsedEvent } from './messages.js';
@@ -165,8 +166,7 @@ export async function waitForMore(
 ): Promise<'more' | 'timeout' | 'gone' | 'closed'> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), request.longPollTimeoutMs);
-  const stop = () => abort.abort();
-  request.signal?.addEventListener('abort', stop, { once: true });
+  const stopListening = whenAborted(request.signal, () => abort.abort());
   try {
     const own = Math.max(0, after - baseOf(state));
     const items = streams.service.tail(request.projectId, request.path, { afterOffset: own, expectedStreamId: state.streamId, signal: abort.signal });
@@ -187,7 +187,7 @@ export async function waitForMore(
     return 'timeout';
   } finally {
     clearTimeout(timer);
-    request.signal?.removeEventListener('abort', stop);
+    stopListening();
   }
 }
 

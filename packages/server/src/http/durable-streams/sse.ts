@@ -6,6 +6,7 @@
  * `streamClosed` and the answer ends. Payload lines are split on every line end, so a payload can
  * never forge a frame.
  */
+import { whenAborted } from '../../core/when-aborted.js';
 import type { DsStreams } from './store.js';
 import { gone, notFound, refuse } from './answer.js';
 import { collect, offsetOf, renderBody, waitForMore } from './read.js';
@@ -44,8 +45,7 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
   const base64 = !isTextType(contentType);
   let clientCursor = request.query.get('cursor');
   const abort = new AbortController();
-  const stop = () => abort.abort();
-  request.stopping?.addEventListener('abort', stop, { once: true });
+  const stopListening = whenAborted(request.stopping, () => abort.abort());
 
   async function* frames(): AsyncGenerator<Uint8Array> {
     let after = start.kind === 'start' ? 0 : start.kind === 'now' ? headOf(state!) : start.offset;
@@ -75,7 +75,7 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
 
   const iterator = frames();
   const finish = () => {
-    request.stopping?.removeEventListener('abort', stop);
+    stopListening();
     abort.abort();
     void iterator.return(undefined);
   };
