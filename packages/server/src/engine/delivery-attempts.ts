@@ -60,8 +60,14 @@ export class DeliveryAttempts {
     this.pending.clear();
   }
 
-  /** The newest `limit` attempts of `key`, newest first (pending ones included). */
-  list(sid: number | null, key: string, limit: number): DeliveryAttempt[] {
+  /**
+   * The newest `limit` attempts of `key`, newest first (pending ones included), never more than
+   * `kept`: until the next persist prunes them, stored attempts that pending ones push out of the
+   * window are still in storage.
+   */
+  list(sid: number | null, key: string, requested: number): DeliveryAttempt[] {
+    const limit = Math.min(requested, this.kept);
+    if (limit <= 0) return [];
     const pending = [...(this.pending.get(key) ?? [])].reverse();
     if (pending.length >= limit || sid === null) return pending.slice(0, limit);
     const stored = this.storage
