@@ -30,15 +30,26 @@ function folder(): string {
   return dir;
 }
 
-/** Another process that takes the lock, says "held", and lets go after `releaseAfterMs` (never if null). */
+/**
+ * Another process that takes the lock, says "held", and lets go after `releaseAfterMs` (never if
+ * null). One that never lets go drops the function that would and runs full garbage collections
+ * first: the lock must outlive every reference to it.
+ */
 async function holderProcess(dir: string, releaseAfterMs: number | null): Promise<ChildProcess> {
   const code = `
     const { lockDataFolder } = await import(${JSON.stringify(BUILT_LOCK)});
-    const unlock = lockDataFolder(${JSON.stringify(dir)});
-    process.stdout.write('held\\n');
-    ${releaseAfterMs === null ? 'setInterval(() => {}, 60_000);' : `setTimeout(() => { unlock(); process.exit(0); }, ${releaseAfterMs});`}
+    ${
+      releaseAfterMs === null
+        ? `lockDataFolder(${JSON.stringify(dir)});
+           for (let i = 0; i < 3; i++) { globalThis.gc(); await new Promise((r) => setImmediate(r)); }
+           process.stdout.write('held\\n');
+           setInterval(() => globalThis.gc(), 20);`
+        : `const unlock = lockDataFolder(${JSON.stringify(dir)});
+           process.stdout.write('held\\n');
+           setTimeout(() => { unlock(); process.exit(0); }, ${releaseAfterMs});`
+    }
   `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--expose-gc', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

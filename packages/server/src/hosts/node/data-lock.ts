@@ -28,6 +28,14 @@ export class DataFolderInUse extends Error {
   }
 }
 
+/**
+ * The connections that hold a lock, kept here until they let go: a connection nothing refers to is
+ * closed when the garbage collector finalises it, and closing it lets go of the lock, so a holder
+ * that dropped the returned function (or whose only reference a collection could reach) would
+ * silently hand its folder to another server.
+ */
+const held = new Set<Database.Database>();
+
 /** Locks `dir` for this process; the returned function lets go. Throws DataFolderInUse when held. */
 export function lockDataFolder(dir: string, waitMs: number = LOCK_WAIT_MS): () => void {
   const db = new Database(join(dir, LOCK_FILE), { timeout: waitMs });
@@ -40,10 +48,9 @@ export function lockDataFolder(dir: string, waitMs: number = LOCK_WAIT_MS): () =
     if ((error as { code?: unknown }).code === 'SQLITE_BUSY') throw new DataFolderInUse(dir);
     throw error;
   }
-  let held = true;
+  held.add(db);
   return () => {
-    if (!held) return;
-    held = false;
+    if (!held.delete(db)) return;
     db.close();
   };
 }
