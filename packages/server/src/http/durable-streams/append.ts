@@ -17,7 +17,8 @@ export interface AppendRequest {
   projectId: string | null;
   path: string;
   headers: HeaderReader;
-  body: () => Promise<Uint8Array>;
+  /** The body's bytes: at once when the entrance holds them already (the connection front). */
+  body: () => Promise<Uint8Array> | Uint8Array;
 }
 
 function producerOf(headers: HeaderReader): ProducerStamp | null | DsAnswer {
@@ -50,7 +51,8 @@ export async function handleAppend(streams: DsStreams, request: AppendRequest): 
   const close = headers.get(LOWER.closed) === 'true';
   const seq = headers.get(LOWER.seq);
   const contentType = headers.get('content-type');
-  const body = await request.body();
+  const read = request.body();
+  const body = read instanceof Uint8Array ? read : await read;
   const closeOnly = close && body.length === 0;
   if (body.length === 0 && !close) return refuse(400, 'an append needs a body (or Stream-Closed: true to close)');
   if (!closeOnly && contentType === null) return refuse(400, 'an append needs a Content-Type');

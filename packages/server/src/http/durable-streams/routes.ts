@@ -174,11 +174,11 @@ export function durableStreams(options: DurableStreamsOptions): DurableStreams {
       const query = url.indexOf('?');
       const path = pathOf(query === -1 ? url : url.slice(0, query));
       const principal = authenticate(headers, options.tokens);
-      const bytes = async () => {
+      // Not async: the front holds the bytes already, and they are judged without a promise.
+      const bytes = (): Promise<Uint8Array> | Uint8Array => {
         checkDeclaredLength(headers, options.maxBodyBytes);
-        const read = await body();
-        if (read.byteLength > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
-        return read;
+        const read = body();
+        return read instanceof Uint8Array ? withinLimit(read, options.maxBodyBytes) : read.then((got) => withinLimit(got, options.maxBodyBytes));
       };
       answer = await handleAppend(streams, { projectId: principal.projectId, path, headers, body: bytes });
     } catch (error) {
@@ -219,4 +219,9 @@ export function durableStreams(options: DurableStreamsOptions): DurableStreams {
   }
 
   return { handle, answerAppend };
+}
+
+function withinLimit(bytes: Uint8Array, maxBodyBytes: number): Uint8Array {
+  if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
+  return bytes;
 }

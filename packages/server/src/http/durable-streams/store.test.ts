@@ -43,6 +43,28 @@ function scriptedLog() {
   return { service, events, asserted, intrude: (times: number) => (intrusions = times) };
 }
 
+/**
+ * `service` with the answer of its first append held until `release()` (the append itself is
+ * made): the writes made meanwhile queue behind that one (a write with nothing queued before it
+ * starts at once and commits alone).
+ */
+function firstAppendHeld(service: StreamService) {
+  let calls = 0;
+  let release: () => void = () => undefined;
+  const held = {
+    ...service,
+    append: async (p: string | null, path: string, inputs: readonly EventInput[]) => {
+      const committed = service.append(p, path, inputs);
+      if (calls++ === 0) await new Promise<void>((resolve) => (release = resolve));
+      return committed;
+    },
+  } as unknown as StreamService;
+  const until = async (done: () => boolean) => {
+    while (!done()) await new Promise((resolve) => setImmediate(resolve));
+  };
+  return { service: held, started: () => until(() => calls > 0), release: () => release() };
+}
+
 describe('DsStreams.write', () => {
   it('asserts the next offset and folds what it committed', async () => {
     const log = scriptedLog();
@@ -95,10 +117,29 @@ describe('DsStreams.write', () => {
     const streams = new DsStreams(log.service, () => 0, true);
     const write = (text: string) =>
       streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }, { type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
-    const heads = await Promise.all([write('a'), write('b'), write('c')]);
-    expect(heads).toEqual([4, 6, 8]);
-    expect(log.asserted).toEqual([3]);
-    expect(log.events.slice(2).map((e) => e.payload)).toEqual(['a', 'a', 'b', 'b', 'c', 'c'].map((text) => ({ text })));
+    // The first starts at once; the three made while it is under way queue behind it together.
+    const heads = await Promise.all([write('first'), write('a'), write('b'), write('c')]);
+    expect(heads).toEqual([4, 6, 8, 10]);
+    expect(log.asserted).toEqual([3, 5]);
+    expect(log.events.slice(2).map((e) => e.payload)).toEqual(['first', 'first', 'a', 'a', 'b', 'b', 'c', 'c'].map((text) => ({ text })));
+  });
+
+  it('a write to a stream with nothing queued starts at once, without waiting for a turn', async () => {
+    const log = scriptedLog();
+    let reads = 0;
+    const counted = {
+      ...log.service,
+      read: (p: string | null, path: string, options: ReadOptions) => (reads++, log.service.read(p, path, options)),
+    } as unknown as StreamService;
+    const streams = new DsStreams(counted, () => 0, true);
+    const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
+    const first = write('a');
+    // Its fold's read was asked for before write() returned; the next write waits its turn.
+    expect(reads).toBe(1);
+    const second = write('b');
+    expect(reads).toBe(1);
+    expect(await Promise.all([first, second])).toEqual([3, 4]);
+    expect(log.asserted).toEqual([3, 4]);
   });
 
   it('a write that arrives while a commit is under way waits for the next commit, with the others that arrive meanwhile', async () => {
@@ -138,7 +179,11 @@ describe('DsStreams.write', () => {
 
   it('decides each queued write against the state the earlier ones leave, and answers refusals after the commit', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0, true);
+    const held = firstAppendHeld(log.service);
+    const streams = new DsStreams(held.service, () => 0, true);
+    const first = streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text: 'first' } }], done: (after) => after.head }));
+    await held.started();
+    // Queued behind the first, the closure and the late write are decided and committed together.
     const closing = streams.write(null, '/s', () => ({ inputs: [{ type: CLOSED_TYPE, payload: {} }], done: (after) => `closed at ${after.head}` }));
     // The refusal is decided against the closure still to commit, so it is answered only once that has.
     let eventsWhenRefused = 0;
@@ -148,20 +193,27 @@ describe('DsStreams.write', () => {
         return { inputs: [{ type: MESSAGE_TYPE, payload: { text: 'late' } }], done: () => 'appended' };
       })
       .then((answer) => ((eventsWhenRefused = log.events.length), answer));
-    expect(await Promise.all([closing, late])).toEqual(['closed at 3', 'refused at 3']);
-    expect(eventsWhenRefused).toBe(3);
-    expect(log.asserted).toEqual([3]);
-    expect(log.events.map((e) => e.type).slice(2)).toEqual([CLOSED_TYPE]);
+    held.release();
+    expect(await Promise.all([first, closing, late])).toEqual([3, 'closed at 4', 'refused at 4']);
+    expect(eventsWhenRefused).toBe(4);
+    expect(log.asserted).toEqual([3, 4]);
+    expect(log.events.map((e) => e.type).slice(2)).toEqual([MESSAGE_TYPE, CLOSED_TYPE]);
   });
 
   it('decides a batch again when another writer got in between', async () => {
     const log = scriptedLog();
-    const streams = new DsStreams(log.service, () => 0, true);
-    await streams.load(null, '/s');
-    log.intrude(1);
+    const held = firstAppendHeld(log.service);
+    const streams = new DsStreams(held.service, () => 0, true);
     const write = (text: string) => streams.write(null, '/s', () => ({ inputs: [{ type: MESSAGE_TYPE, payload: { text } }], done: (after) => after.head }));
-    expect(await Promise.all([write('a'), write('b')])).toEqual([4, 5]);
-    expect(log.asserted).toEqual([3, 4]);
+    const first = write('first');
+    await held.started();
+    const batch = Promise.all([write('a'), write('b')]);
+    // Folded at 3 after the first commits, the batch finds another writer's event at 4.
+    log.intrude(1);
+    held.release();
+    expect(await first).toBe(3);
+    expect(await batch).toEqual([5, 6]);
+    expect(log.asserted).toEqual([3, 4, 5]);
   });
 
   it('commits a batch one by one when its append is refused, so that only the bad write fails', async () => {

@@ -58,8 +58,12 @@ export class DsStreams {
    * The stream's state, up to date with its log; null when it does not exist or has expired. An
    * expired stream is removed here (`raw` skips that: a fork reading its source's events).
    */
-  async load(projectId: string | null, path: string, raw = false): Promise<DsState | null> {
-    const key = keyOf(projectId, path);
+  load(projectId: string | null, path: string, raw = false): Promise<DsState | null> {
+    return this.loadAt(keyOf(projectId, path), projectId, path, raw);
+  }
+
+  /** `load`, the stream's key already built (a write builds it once for all its steps). */
+  private async loadAt(key: string, projectId: string | null, path: string, raw = false): Promise<DsState | null> {
     let state = this.states.get(key);
     for (;;) {
       const from = state?.head ?? 0;
@@ -116,6 +120,10 @@ export class DsStreams {
     this.access.set(keyOf(projectId, path), this.now());
   }
 
+  private touchAt(key: string): void {
+    this.access.set(key, this.now());
+  }
+
   forget(projectId: string | null, path: string): void {
     const key = keyOf(projectId, path);
     this.states.delete(key);
@@ -128,18 +136,23 @@ export class DsStreams {
    * request that starts it, so one loop running every queued write (tried; bench/README.md,
    * durable-streams section) fails the writes of the requests it did not start.
    */
-  async exclusive<T>(projectId: string | null, path: string, fn: () => Promise<T>): Promise<T> {
-    const key = keyOf(projectId, path);
-    const before = this.queues.get(key) ?? Promise.resolve();
-    const run = before.then(fn, fn);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.queues.set(key, settled);
-    void settled.then(() => {
+  exclusive<T>(projectId: string | null, path: string, fn: () => Promise<T>): Promise<T> {
+    return this.exclusiveAt(keyOf(projectId, path), fn);
+  }
+
+  /**
+   * `exclusive` by key. With nothing queued, `fn` starts at once (no turn of the microtask queue
+   * waiting on an already settled promise); the queue's entry is cleared when the last write
+   * queued settles (bench/README.md, durable-streams section "per-request CPU").
+   */
+  private exclusiveAt<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.queues.get(key);
+    const run = before === undefined ? start(fn) : before.then(fn, fn);
+    const clear = (): void => {
       if (this.queues.get(key) === settled) this.queues.delete(key);
-    });
+    };
+    const settled: Promise<void> = run.then(clear, clear);
+    this.queues.set(key, settled);
     return run;
   }
 
@@ -149,8 +162,9 @@ export class DsStreams {
    * write that waits for the stream's queue joins the writes waiting with it (see the header).
    */
   write<T>(projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
-    if (!this.batchWrites) return this.exclusive(projectId, path, () => this.writeAlone(projectId, path, decide));
     const key = keyOf(projectId, path);
+    // Nothing queued for the stream (one writer, the usual case): no batch to gather it into.
+    if (!this.batchWrites || !this.queues.has(key)) return this.exclusiveAt(key, () => this.writeAlone(key, projectId, path, decide));
     return new Promise<T>((resolve, reject) => {
       const queued: QueuedWrite = { decide, resolve: resolve as (answer: unknown) => void, reject };
       const waiting = this.batches.get(key);
@@ -160,25 +174,25 @@ export class DsStreams {
       }
       const batch = [queued];
       this.batches.set(key, batch);
-      void this.exclusive(projectId, path, async () => {
+      void this.exclusiveAt(key, async () => {
         // From here on, later writes wait for the next turn.
         if (this.batches.get(key) === batch) this.batches.delete(key);
-        if (batch.length > 1 && (await this.writeTogether(projectId, path, batch).catch(() => false))) return;
-        for (const write of batch) await this.writeAlone(projectId, path, write.decide).then(write.resolve, write.reject);
+        if (batch.length > 1 && (await this.writeTogether(key, projectId, path, batch).catch(() => false))) return;
+        for (const write of batch) await this.writeAlone(key, projectId, path, write.decide).then(write.resolve, write.reject);
       });
     });
   }
 
-  private async writeAlone<T>(projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
+  private async writeAlone<T>(key: string, projectId: string | null, path: string, decide: (state: DsState | null) => Decision<T>): Promise<T> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const state = await this.load(projectId, path);
+      const state = await this.loadAt(key, projectId, path);
       const decision = decide(state);
       if ('answer' in decision) return decision.answer;
       const inputs = asserted(decision.inputs, state === null ? 2 : state.head + 1);
       const committed = await this.appendUnlessMoved(projectId, path, inputs, attempt);
       if (!committed) continue;
-      const folded = state === null ? await this.loadCreated(projectId, path) : foldCommitted(state, committed);
-      this.touch(projectId, path);
+      const folded = state === null ? await this.loadCreated(key, projectId, path) : foldCommitted(state, committed);
+      this.touchAt(key);
       return decision.done(folded, committed);
     }
     throw new RivuletError('UNAVAILABLE', 'the stream kept changing while this write was decided: try again');
@@ -203,9 +217,9 @@ export class DsStreams {
    * events as one append; answers them all and returns true, or returns false having answered
    * none (the stream does not exist yet, or the append was refused other than by the assertion).
    */
-  private async writeTogether(projectId: string | null, path: string, writes: readonly QueuedWrite[]): Promise<boolean> {
+  private async writeTogether(key: string, projectId: string | null, path: string, writes: readonly QueuedWrite[]): Promise<boolean> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const state = await this.load(projectId, path);
+      const state = await this.loadAt(key, projectId, path);
       if (state === null) return false;
       // Decided against a copy: what the earlier writes would append is folded into it first.
       const ahead = copyState(state);
@@ -234,7 +248,7 @@ export class DsStreams {
         if (!appended) continue;
         committed = appended;
         // Committed: from here on nothing may fall back to writing them one by one.
-        this.touch(projectId, path);
+        this.touchAt(key);
       }
       // Answered in order, each with the state after its own events.
       let at = 0;
@@ -259,8 +273,8 @@ export class DsStreams {
   }
 
   /** A new lifetime, just written: folded from the log (its created event and what was written). */
-  private async loadCreated(projectId: string | null, path: string): Promise<DsState> {
-    const loaded = await this.load(projectId, path);
+  private async loadCreated(key: string, projectId: string | null, path: string): Promise<DsState> {
+    const loaded = await this.loadAt(key, projectId, path);
     if (loaded === null) throw new RivuletError('UNAVAILABLE', 'the stream was destroyed while it was written');
     return loaded;
   }
@@ -273,6 +287,15 @@ export class DsStreams {
       this.states.delete(oldest);
       this.access.delete(oldest);
     }
+  }
+}
+
+/** `fn()`, a synchronous throw turned into a rejection (as `then` would have). */
+function start<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return fn();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
