@@ -10,6 +10,8 @@
  *       # also an earlier build of packages/server (a copy of its dist), interleaved (A/B)
  *   node bench/durable-streams/run.mjs --only rivulet --profile /tmp/prof
  *       # one server, its CPU profile written to /tmp/prof when it stops
+ *   node bench/durable-streams/run.mjs --relaxed --only rivulet --only rivulet-relaxed --only reference-memory
+ *       # also Rivulet with --durability relaxed (no fsync before answering): what the fsync costs
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -35,6 +37,7 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     probe: { type: 'boolean' },
     native: { type: 'boolean' },
+    relaxed: { type: 'boolean' },
   },
 });
 const rounds = Number(values.rounds ?? (values.quick ? 1 : 2));
@@ -65,6 +68,17 @@ const ALL_SERVERS = {
   // The same load as Rivulet's own appends (POST /v1/streams/…, one event each): the ceiling this
   // server reaches on its fastest entrance (the connection front, hosts/node/front.ts).
   ...(values.native ? { 'rivulet-native': () => startServer([...nodeFlags, CLI, 'serve', '--port', '0', '--data', folder('native'), '--durability', 'full'], 'rivulet serve') } : {}),
+  // The same server without the fsync before each answer (`--durability relaxed`): what durability
+  // costs in CPU per append, next to the in-memory reference, which has none.
+  ...(values.relaxed
+    ? {
+        'rivulet-relaxed': () => startServer([...nodeFlags, CLI, 'serve', '--port', '0', '--data', folder('relaxed'), '--durability', 'relaxed'], 'rivulet serve'),
+        // With --native too: Rivulet's own appends without the fsync.
+        ...(values.native
+          ? { 'rivulet-native-relaxed': () => startServer([...nodeFlags, CLI, 'serve', '--port', '0', '--data', folder('native-relaxed'), '--durability', 'relaxed'], 'rivulet serve') }
+          : {}),
+      }
+    : {}),
   'reference-file': () => startServer([join(here, 'reference-server.mjs'), 'file', folder('reference')], 'reference server (file)'),
   'reference-memory': () => startServer([join(here, 'reference-server.mjs'), 'memory'], 'reference server (memory)'),
 };
@@ -124,7 +138,7 @@ for (let round = 0; round < rounds; round++) {
   for (const name of order) {
     const server = await SERVERS[name]();
     try {
-      const native = name === 'rivulet-native';
+      const native = name.startsWith('rivulet-native');
       await load(server.url, warmupMs, native);
       const cpuBefore = procCpuMs(server.child.pid);
       const measured = await load(server.url, durationMs, native);
