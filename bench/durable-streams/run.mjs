@@ -12,6 +12,9 @@
  *       # one server, its CPU profile written to /tmp/prof when it stops
  *   node bench/durable-streams/run.mjs --relaxed --only rivulet --only rivulet-relaxed --only reference-memory
  *       # also Rivulet with --durability relaxed (no fsync before answering): what the fsync costs
+ *   node bench/durable-streams/run.mjs --concurrent-creates
+ *       # the 50 PUTs sent at once, so every connection carries one (as a client creating its own
+ *       # stream does): on Rivulet each such connection is node:http's for the rest of its life
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -38,6 +41,7 @@ const { values } = parseArgs({
     probe: { type: 'boolean' },
     native: { type: 'boolean' },
     relaxed: { type: 'boolean' },
+    'concurrent-creates': { type: 'boolean' },
   },
 });
 const rounds = Number(values.rounds ?? (values.quick ? 1 : 2));
@@ -105,10 +109,15 @@ async function load(url, ms, native) {
   const json = { 'content-type': 'application/json' };
   const paths = Array.from({ length: streams }, (_, i) => `/v1/${native ? 'streams' : 'stream'}/bench/s${i}-${Date.now()}`);
   const bodyOf = native ? (value) => JSON.stringify({ type: 'bench/message', payload: value }) : (value) => JSON.stringify(value);
-  for (const path of native ? [] : paths) {
+  // One after another the PUTs take one keep-alive connection; at once, one each.
+  const create = async (path) => {
     const status = await request(agent, url, 'PUT', path, json, '');
     if (status !== 201) throw new Error(`PUT ${path} answered ${status}`);
-  }
+  };
+  if (native) {
+    // Rivulet's own appends create their streams.
+  } else if (values['concurrent-creates']) await Promise.all(paths.map(create));
+  else for (const path of paths) await create(path);
   let done = 0;
   let failed = 0;
   const latencies = [];
