@@ -4,8 +4,9 @@
  * transaction, and the actor's in-memory copy brought to the decision. Deciding happens before
  * (core/decide-append.ts), publishing after durability (actor.ts).
  */
-import type { CoreState } from '@rivulet/contract';
-import type { AppendDecision } from '../core/decide-append.js';
+import { RivuletError, type CommittedEvent, type CoreState } from '@rivulet/contract';
+import type { AppendInput, Authority } from '../core/append-input.js';
+import { decideAppend, type AppendDecision } from '../core/decide-append.js';
 import type { EngineConfig } from './config.js';
 import { rememberJson } from './event-json.js';
 import type { StreamStore } from './stream-store.js';
@@ -40,7 +41,18 @@ export function isoAt(ms: number): string {
   return isoText;
 }
 
-/** Writes a decision with fresh events in one transaction and updates `loaded` to it. */
+/** Thrown inside the transaction of an optimistic write whose key is stored: undoes what it wrote. */
+class KeyStored extends Error {}
+
+/**
+ * Writes a decision with fresh events in one transaction and updates `loaded` to it.
+ *
+ * `keysUnchecked`: the decision was made without looking its idempotency keys up (every key taken
+ * for new, docs/architecture.md "Storage"), so each keyed row is inserted only if its key is not
+ * stored in the stream. If one is, nothing of the decision is written, `loaded` is left as it was,
+ * and the answer is false: the caller decides again against the stored keys. Otherwise (and always
+ * without `keysUnchecked`) the answer is true.
+ */
 export function writeDecision(
   store: StreamStore,
   config: EngineConfig,
@@ -49,7 +61,8 @@ export function writeDecision(
   loaded: Loaded,
   decision: AppendDecision,
   nowMs: number,
-): void {
+  keysUnchecked = false,
+): boolean {
   const prune = nowMs - loaded.lastPruneMs >= PRUNE_INTERVAL_MS;
   // The streams row is a checkpoint (schema.ts): an append that changes only the counters
   // leaves it until it is checkpointEvery behind. A prune deletes events, so it saves the
@@ -59,30 +72,45 @@ export function writeDecision(
   // The common append (one event, an existing stream, nothing else due) is one INSERT, which
   // undoes itself if it fails: the storage may skip the savepoint of a group member.
   const singleWrite = loaded.sid !== null && decision.fresh.length === 1 && !saveHead && !prune && !repair;
-  store.storage.transaction(
-    () => {
-      let sid = loaded.sid;
-      if (sid === null) {
-        const created = decision.fresh[0]!.event;
-        sid = store.create(projectId, path, (created.payload as { streamId: string }).streamId, created.createdAt);
-      }
-      for (const { event, json } of decision.fresh) {
-        store.insertEvent(sid, {
-          offset: event.offset,
-          type: event.type,
-          ephemeral: event.ephemeral === true,
-          idempotencyKey: event.idempotencyKey,
-          createdMs: nowMs,
-          json,
-        });
-      }
-      if (saveHead) store.saveHead(sid, decision.head, decision.state, decision.stateJson);
-      if (prune) store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
-      if (repair) loaded.subscriptions.repair(decision.state, sid);
-      loaded.sid = sid;
-    },
-    singleWrite ? SINGLE_WRITE : undefined,
-  );
+  let written: boolean;
+  try {
+    written = store.storage.transaction(
+      () => {
+        let sid = loaded.sid;
+        if (sid === null) {
+          const created = decision.fresh[0]!.event;
+          sid = store.create(projectId, path, (created.payload as { streamId: string }).streamId, created.createdAt);
+        }
+        for (const { event, json } of decision.fresh) {
+          const row = {
+            offset: event.offset,
+            type: event.type,
+            ephemeral: event.ephemeral === true,
+            idempotencyKey: event.idempotencyKey,
+            createdMs: nowMs,
+            json,
+          };
+          if (!keysUnchecked || row.idempotencyKey === undefined) store.insertEvent(sid, row);
+          else if (!store.insertEventIfNewKey(sid, row as typeof row & { idempotencyKey: string })) {
+            // A single write that did nothing has nothing to undo (and a singleWrite transaction
+            // must not fail after its write, TransactionOptions); anything else is undone.
+            if (singleWrite) return false;
+            throw new KeyStored();
+          }
+        }
+        if (saveHead) store.saveHead(sid, decision.head, decision.state, decision.stateJson);
+        if (prune) store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
+        if (repair) loaded.subscriptions.repair(decision.state, sid);
+        loaded.sid = sid;
+        return true;
+      },
+      singleWrite ? SINGLE_WRITE : undefined,
+    );
+  } catch (error) {
+    if (!(error instanceof KeyStored)) throw error;
+    written = false;
+  }
+  if (!written) return false;
   for (const { event, json } of decision.fresh) rememberJson(event, json);
   loaded.state = decision.state;
   loaded.stateBytes = decision.stateBytes;
@@ -90,4 +118,73 @@ export function writeDecision(
   if (saveHead) loaded.checkpoint = decision.head;
   if (prune) loaded.lastPruneMs = nowMs;
   loaded.lastCreatedMs = nowMs;
+  return true;
+}
+
+/** What deciding and writing an append needs of its actor (made once per actor). */
+export interface CommitContext {
+  store: StreamStore;
+  config: EngineConfig;
+  projectId: string | null;
+  path: string;
+  newStreamId(): string;
+  lookupIdempotent(key: string): CommittedEvent | undefined;
+  normalizeControl(input: AppendInput): AppendInput;
+  checkControl(input: AppendInput, state: CoreState, head: number): void;
+}
+
+const assumeNew = (): undefined => undefined;
+
+function hasKey(inputs: readonly AppendInput[]): boolean {
+  for (let i = 0; i < inputs.length; i++) if (inputs[i]!.idempotencyKey !== undefined) return true;
+  return false;
+}
+
+function decide(ctx: CommitContext, loaded: Loaded, inputs: readonly AppendInput[], authority: Authority, nowMs: number, lookupIdempotent: CommitContext['lookupIdempotent']): AppendDecision {
+  const { config } = ctx;
+  return decideAppend(
+    {
+      projectId: ctx.projectId,
+      path: ctx.path,
+      state: loaded.state,
+      stateBytes: loaded.stateBytes,
+      head: loaded.head,
+      now: isoAt(nowMs),
+      authority,
+      maxEventBytes: config.maxEventBytes,
+      maxCoreStateBytes: config.maxCoreStateBytes,
+      newStreamId: ctx.newStreamId,
+      lookupIdempotent,
+      normalizeControl: ctx.normalizeControl,
+      checkControl: ctx.checkControl,
+    },
+    inputs,
+  );
+}
+
+/**
+ * Decides an append and writes it (the actor's synchronous section, minus loading); throws the
+ * decision's typed rejection, having written nothing.
+ *
+ * A fresh key (nearly every keyed append) costs no lookup: with `optimistic`, an append with keys
+ * to an existing stream is first decided as if every key were new, and its keyed rows are inserted
+ * only where the key is not stored (docs/architecture.md "Storage"). A stored key, or a refusal
+ * (which a stored key may explain: a repeat is judged before anything else), is decided again
+ * against the stored keys, which answers exactly what a decision that looked them up first
+ * answers. A new stream has no key stored.
+ */
+export function decideAndWrite(ctx: CommitContext, loaded: Loaded, inputs: readonly AppendInput[], authority: Authority, nowMs: number, optimistic: boolean): AppendDecision {
+  const { store, config, projectId, path } = ctx;
+  if (optimistic && loaded.sid !== null && hasKey(inputs)) {
+    let guess: AppendDecision | undefined;
+    try {
+      guess = decide(ctx, loaded, inputs, authority, nowMs, assumeNew);
+    } catch (error) {
+      if (!(error instanceof RivuletError)) throw error;
+    }
+    if (guess !== undefined && (guess.fresh.length === 0 || writeDecision(store, config, projectId, path, loaded, guess, nowMs, true))) return guess;
+  }
+  const decision = decide(ctx, loaded, inputs, authority, nowMs, ctx.lookupIdempotent);
+  if (decision.fresh.length > 0) writeDecision(store, config, projectId, path, loaded, decision, nowMs);
+  return decision;
 }

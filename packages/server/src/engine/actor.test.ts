@@ -146,6 +146,36 @@ describe('StreamActor over SQLite with group commit', () => {
     expect(new StreamActor('p', '/s', deps).coreState).toEqual(actor.coreState);
   });
 
+  it('a repeat found by its insert inside a group leaves the group and its other appends alone', async () => {
+    const storage = sqlite();
+    const committed: Committed[] = [];
+    const deps = depsFor(storage, committed);
+    const a = new StreamActor('p', '/a', deps);
+    const b = new StreamActor('p', '/b', deps);
+    const [stored] = await a.append([x(1, { idempotencyKey: 'k' })], 'public');
+    await b.append([x(1)], 'public');
+    committed.length = 0;
+    // One turn, one group: a's repeat is a single write that finds its key stored (and writes
+    // nothing), between writes of other appends that must commit with the group.
+    const answers = await Promise.all([
+      b.append([x(2, { idempotencyKey: 'k' })], 'public'),
+      a.append([x(1, { idempotencyKey: 'k' })], 'public'),
+      a.append([x(3, { idempotencyKey: 'other' })], 'public'),
+      a.append([x(4), x(1, { idempotencyKey: 'k' })], 'public'),
+    ]);
+    expect(answers.map((events) => events.map((e) => e.offset))).toEqual([[3], [2], [3], [4, 2]]);
+    expect(answers[1]).toEqual([stored]);
+    expect(storage.epoch).toBe(0);
+    expect(committed.map((c) => [c.path, c.events.map((e) => e.offset)])).toEqual([
+      ['/b', [3]],
+      ['/a', [3]],
+      ['/a', [4]],
+    ]);
+    expect(offsets(a)).toEqual([1, 2, 3, 4]);
+    expect(new StreamActor('p', '/a', deps).coreState).toEqual(a.coreState);
+    expect(new StreamActor('p', '/b', deps).coreState).toEqual(b.coreState);
+  });
+
   it('every stream of a failed group fails together, and each reloads', async () => {
     const storage = sqlite();
     const poison = await armCommitFailure(storage);
@@ -177,6 +207,46 @@ describe.each([
     expect(await actor.append([{ type: 'app/x', idempotencyKey: 'k', payload: { n: 1 } }], 'public')).toEqual([stored]);
     expect(committed.length).toBe(before);
     expect(actor.head).toBe(2);
+  });
+
+  // A keyed append is first decided as if its keys were new and written with inserts that skip a
+  // stored key (actor.ts commitSync); a stored key makes it decide again against the stored keys.
+  // These hold that the answers are those of a decision that looked every key up first.
+  it('a stored key inside a batch of fresh events: the fresh ones are written once, the repeat answers the stored event', async () => {
+    const storage = await open();
+    const committed: Committed[] = [];
+    const actor = new StreamActor(null, '/s', depsFor(storage, committed));
+    const [stored] = await actor.append([x(1, { idempotencyKey: 'k' })], 'public');
+    committed.length = 0;
+    const answers = await actor.append([x(2, { idempotencyKey: 'new' }), x(1, { idempotencyKey: 'k' }), x(3), x(2, { idempotencyKey: 'new' })], 'public');
+    expect(answers.map((e) => e.offset)).toEqual([3, 2, 4, 3]);
+    expect(answers[1]).toEqual(stored);
+    expect(answers[3]).toEqual(answers[0]);
+    expect(offsets(actor)).toEqual([1, 2, 3, 4]);
+    expect(storage.exec(`SELECT idem FROM events WHERE idem IS NOT NULL ORDER BY ofs`)).toEqual([{ idem: 'k' }, { idem: 'new' }]);
+    expect(committed.flatMap((c) => c.events.map((e) => e.offset))).toEqual([3, 4]);
+    expect(new StreamActor(null, '/s', depsFor(storage)).coreState).toEqual(actor.coreState);
+  });
+
+  it('a repeat is judged before the pause, the offset assertion and the size limit, as when keys were looked up first', async () => {
+    const storage = await open();
+    const actor = new StreamActor(null, '/s', depsFor(storage));
+    const [stored] = await actor.append([x(1, { idempotencyKey: 'k' })], 'public');
+    // The offset assertion names the stored offset: the repeat answers it (a new event would be refused).
+    await expect(actor.append([x(1, { idempotencyKey: 'k', offset: 2 })], 'public')).resolves.toEqual([stored]);
+    await expect(actor.append([x(1, { idempotencyKey: 'k', offset: 3 })], 'public')).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: 'events[0]: offset assertion failed: idempotency key "k" is stored at offset 2, not 3',
+    });
+    await expect(actor.append([x(9, { idempotencyKey: 'k' })], 'public')).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: 'events[0]: idempotency key "k" already names a different event (offset 2)',
+    });
+    await actor.append([{ type: EventType.paused, payload: { reason: 'm' } }], 'public');
+    await expect(actor.append([x(1, { idempotencyKey: 'k' })], 'public')).resolves.toEqual([stored]);
+    await expect(actor.append([x(2, { idempotencyKey: 'fresh' })], 'public')).rejects.toMatchObject({ code: 'PRECONDITION_FAILED' });
+    expect(actor.head).toBe(3);
+    expect(storage.exec(`SELECT count(*) AS n FROM events WHERE idem = 'fresh'`)).toEqual([{ n: 0 }]);
   });
 
   it('a rejected append writes nothing, also when it would have created the stream', async () => {

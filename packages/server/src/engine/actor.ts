@@ -11,7 +11,7 @@
  */
 import { EventType, RivuletError, type CommittedEvent, type CoreState, type RuntimeState, type SubscriptionConfiguredPayload } from '@rivulet/contract';
 import type { AppendInput, Authority } from '../core/append-input.js';
-import { decideAppend, type AppendDecision } from '../core/decide-append.js';
+import type { AppendDecision } from '../core/decide-append.js';
 import { createControlRules, type ControlRules } from '../core/subscription-rules.js';
 import { utf8Length } from '../core/sizes.js';
 import type { Clock, Random } from '../ports/clock.js';
@@ -21,7 +21,7 @@ import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
 import type { JoinedRange, RangeQuery, RawEvent, StreamStore } from './stream-store.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
-import { isoAt, writeDecision, type Loaded } from './actor-commit.js';
+import { decideAndWrite, type CommitContext, type Loaded } from './actor-commit.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 
 export interface ActorDeps {
@@ -89,6 +89,12 @@ export class StreamActor {
   private knownIdempotent: { asked: ReadonlySet<string>; found: ReadonlyMap<string, CommittedEvent> } | null = null;
   private readonly normalizeControl = (input: AppendInput): AppendInput => this.controlRules.normalize(input);
   private readonly checkControl = (input: AppendInput, state: CoreState, head: number): void => this.controlRules.check(input, state, head);
+  private context: CommitContext | undefined;
+  private get commitContext(): CommitContext {
+    const { store, config } = this.deps;
+    const { projectId, path, newStreamId, lookupIdempotent, normalizeControl, checkControl } = this;
+    return (this.context ??= { store, config, projectId, path, newStreamId, lookupIdempotent, normalizeControl, checkControl });
+  }
 
   constructor(
     readonly projectId: string | null,
@@ -189,29 +195,9 @@ export class StreamActor {
     const loaded = this.load();
     const inputs = typeof plan === 'function' ? plan(loaded.state) : plan;
     if (inputs.length === 0) return null;
-    const { store, clock, config } = this.deps;
-    const nowMs = Math.max(clock.now(), loaded.lastCreatedMs);
-    const decision = decideAppend(
-      {
-        projectId: this.projectId,
-        path: this.path,
-        state: loaded.state,
-        stateBytes: loaded.stateBytes,
-        head: loaded.head,
-        now: isoAt(nowMs),
-        authority,
-        maxEventBytes: config.maxEventBytes,
-        maxCoreStateBytes: config.maxCoreStateBytes,
-        newStreamId: this.newStreamId,
-        lookupIdempotent: this.lookupIdempotent,
-        normalizeControl: this.normalizeControl,
-        checkControl: this.checkControl,
-      },
-      inputs,
-    );
-    if (decision.fresh.length === 0) return decision;
-    writeDecision(store, config, this.projectId, this.path, loaded, decision, nowMs);
-    return decision;
+    const nowMs = Math.max(this.deps.clock.now(), loaded.lastCreatedMs);
+    // Copy batches have their keys looked up already (knownIdempotent): no optimistic decision.
+    return decideAndWrite(this.commitContext, loaded, inputs, authority, nowMs, this.knownIdempotent === null);
   }
 
   /**

@@ -200,3 +200,23 @@ describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) =>
     expect(deps.store.largestLags(10)).toEqual([{ projectId: null, path: '/src', key: 'k', lag: 12 }]);
   });
 });
+
+describe.each(adapters)('insertEventIfNewKey ($name)', ({ open }) => {
+  it('writes a new key, writes nothing for a key stored in the stream, and still refuses an offset given twice', async () => {
+    const storage = await open();
+    openSchema(storage);
+    const store = new StreamStore(storage);
+    const a = store.create(null, '/a', 'a', '2025-01-01T00:00:00.000Z');
+    const b = store.create(null, '/b', 'b', '2025-01-01T00:00:00.000Z');
+    const row = (offset: number, idempotencyKey: string) => ({ offset, type: 'app/x', ephemeral: false, idempotencyKey, createdMs: 0, json: `{"offset":${offset}}` });
+    expect(storage.transaction(() => store.insertEventIfNewKey(a, row(1, 'k')))).toBe(true);
+    expect(storage.transaction(() => store.insertEventIfNewKey(a, row(2, 'k')))).toBe(false);
+    // The same key in another stream is another key.
+    expect(storage.transaction(() => store.insertEventIfNewKey(b, row(1, 'k')))).toBe(true);
+    expect(() => storage.transaction(() => store.insertEventIfNewKey(a, row(1, 'other')))).toThrow(/UNIQUE/);
+    expect(storage.exec(`SELECT sid, ofs, idem, body FROM events ORDER BY sid, ofs`)).toEqual([
+      { sid: a, ofs: 1, idem: 'k', body: '{"offset":1}' },
+      { sid: b, ofs: 1, idem: 'k', body: '{"offset":1}' },
+    ]);
+  });
+});

@@ -209,6 +209,17 @@ export class StreamStore {
     );
   }
 
+  /**
+   * Inserts a keyed event unless its key is stored in this stream (then answers false, having
+   * written nothing): a fresh key costs this one statement, no lookup first (docs/architecture.md
+   * "Storage"). Only the key's conflict is absorbed: an offset given twice fails as in insertEvent.
+   */
+  insertEventIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
+    const sql = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
+    return this.storage.run(sql, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
+  }
+
   findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {
     const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
     return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
