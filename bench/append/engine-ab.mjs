@@ -7,7 +7,11 @@
  * shared machine, since no second process and no socket is involved; it measures only the engine,
  * the stream store and SQLite, not the edge.
  *
- *   node bench/append/engine-ab.mjs NAME=DIST [NAME=DIST …] [--appends 10000] [--rounds 9] [--group 1]
+ *   node bench/append/engine-ab.mjs NAME=DIST [NAME=DIST …] [--appends 10000] [--rounds 9] [--group 1] [--keys]
+ *
+ * --keys: every append carries a unique idempotency key, made as bench/peers/load.mjs makes them
+ * (50 callers each counting, "c<caller>-<n>"), for the cost of keys below HTTP (bench/README
+ * "Idempotency keys without a lookup").
  *
  * --group 1: one stream, each append awaited before the next (scenario a). --group N: N appends to
  * streams picked at random among 100, issued in one turn so they share a group commit (scenario b).
@@ -24,6 +28,7 @@ const { values, positionals } = parseArgs({
     appends: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '9' },
     group: { type: 'string', default: '1' },
+    keys: { type: 'boolean', default: false },
   },
 });
 const N = Number(values.appends);
@@ -68,7 +73,12 @@ async function measure(b) {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return actors[seed % actors.length];
     };
-    const one = (actor) => actor.append([b.checkInput(input, 'public', 0)], 'public');
+    let seq = 0;
+    const keyed = () => {
+      const n = seq++;
+      return { ...input, idempotencyKey: `c${n % 50}-${Math.floor(n / 50)}` };
+    };
+    const one = (actor) => actor.append([b.checkInput(values.keys ? keyed() : input, 'public', 0)], 'public');
     const step = () => (GROUP === 1 ? one(actors[0]) : Promise.all(Array.from({ length: GROUP }, () => one(pick()))));
     for (let i = 0; i < 2000 / GROUP; i++) await step();
     const before = process.cpuUsage();
@@ -85,7 +95,9 @@ const results = new Map(builds.map((b) => [b.name, []]));
 for (let round = 0; round < ROUNDS; round++) {
   for (const b of round % 2 ? [...builds].reverse() : builds) results.get(b.name).push(await measure(b));
 }
-console.log(`${N} appends per round, ${ROUNDS} rounds, ${GROUP === 1 ? 'one stream, sequential' : `groups of ${GROUP} over 100 streams`}`);
+console.log(
+  `${N} appends per round, ${ROUNDS} rounds, ${GROUP === 1 ? 'one stream, sequential' : `groups of ${GROUP} over 100 streams`}${values.keys ? ', a unique idempotency key each' : ''}`,
+);
 for (const [name, rounds] of results) {
   const sorted = [...rounds].sort((a, b) => a - b);
   console.log(`${name.padEnd(10)} CPU µs/append: median ${sorted[sorted.length >> 1].toFixed(1)}  (${rounds.map((x) => x.toFixed(1)).join(' ')})`);
