@@ -166,16 +166,16 @@ function decide(ctx: CommitContext, loaded: Loaded, inputs: readonly AppendInput
  * Decides an append and writes it (the actor's synchronous section, minus loading); throws the
  * decision's typed rejection, having written nothing.
  *
- * A fresh key (nearly every keyed append) costs no lookup: with `optimistic`, an append with keys
- * to an existing stream is first decided as if every key were new, and its keyed rows are inserted
+ * A fresh key (nearly every keyed append, and copy) costs no lookup: an append with keys to an
+ * existing stream is first decided as if every key were new, and its keyed rows are inserted
  * only where the key is not stored (docs/architecture.md "Storage"). A stored key, or a refusal
  * (which a stored key may explain: a repeat is judged before anything else), is decided again
  * against the stored keys, which answers exactly what a decision that looked them up first
  * answers. A new stream has no key stored.
  */
-export function decideAndWrite(ctx: CommitContext, loaded: Loaded, inputs: readonly AppendInput[], authority: Authority, nowMs: number, optimistic: boolean): AppendDecision {
+export function decideAndWrite(ctx: CommitContext, loaded: Loaded, inputs: readonly AppendInput[], authority: Authority, nowMs: number): AppendDecision {
   const { store, config, projectId, path } = ctx;
-  if (optimistic && loaded.sid !== null && hasKey(inputs)) {
+  if (loaded.sid !== null && hasKey(inputs)) {
     let guess: AppendDecision | undefined;
     try {
       guess = decide(ctx, loaded, inputs, authority, nowMs, assumeNew);

@@ -77,15 +77,23 @@ export class StreamActor {
   // The hooks decideAppend gets, made once per actor rather than once per append.
   private readonly newStreamId = (): string => this.deps.random.uuid();
   private readonly lookupIdempotent = (key: string): CommittedEvent | undefined => {
-    const known = this.knownIdempotent;
-    if (known !== null && known.asked.has(key)) return known.found.get(key);
     const sid = this.loaded!.sid;
-    return sid === null ? undefined : this.deps.store.findByIdempotencyKey(sid, key);
+    if (sid === null) return undefined;
+    let known = this.knownIdempotent;
+    if (known === null && this.copyInputs !== null) {
+      // Every copy carries its identity (protocol §13.2): the batch's keys in one statement, at the
+      // first lookup of its section (there is none when its inserts found every key new).
+      const keys = this.copyInputs.map((input) => input.idempotencyKey!);
+      known = this.knownIdempotent = { asked: new Set(keys), found: this.deps.store.findByIdempotencyKeys(sid, keys) };
+    }
+    if (known !== null && known.asked.has(key)) return known.found.get(key);
+    return this.deps.store.findByIdempotencyKey(sid, key);
   };
   /**
-   * Keys looked up together for the synchronous section running now (receiveCopies), so that the
-   * section's per-input lookups need no statement each; null outside that section.
+   * The copies of the synchronous section running now (receiveCopies), and their keys once looked
+   * up together, so that the section's per-input lookups need no statement each; null outside it.
    */
+  private copyInputs: readonly AppendInput[] | null = null;
   private knownIdempotent: { asked: ReadonlySet<string>; found: ReadonlyMap<string, CommittedEvent> } | null = null;
   private readonly normalizeControl = (input: AppendInput): AppendInput => this.controlRules.normalize(input);
   private readonly checkControl = (input: AppendInput, state: CoreState, head: number): void => this.controlRules.check(input, state, head);
@@ -196,8 +204,7 @@ export class StreamActor {
     const inputs = typeof plan === 'function' ? plan(loaded.state) : plan;
     if (inputs.length === 0) return null;
     const nowMs = Math.max(this.deps.clock.now(), loaded.lastCreatedMs);
-    // Copy batches have their keys looked up already (knownIdempotent): no optimistic decision.
-    return decideAndWrite(this.commitContext, loaded, inputs, authority, nowMs, this.knownIdempotent === null);
+    return decideAndWrite(this.commitContext, loaded, inputs, authority, nowMs);
   }
 
   /**
@@ -249,16 +256,13 @@ export class StreamActor {
       checkFence(state, batch);
       const plan = planCopies(batch, this);
       dropped = plan.dropped.length;
-      // Every copy carries its identity (protocol §13.2): look them all up in one statement, inside
-      // the section that decides on them (nothing is written between the lookup and the decision).
-      const sid = this.loaded!.sid;
-      if (sid !== null) {
-        const keys = plan.inputs.map((input) => input.idempotencyKey!);
-        this.knownIdempotent = { asked: new Set(keys), found: this.deps.store.findByIdempotencyKeys(sid, keys) };
-      }
+      // Looked up, if at all, inside the section that decides on them (lookupIdempotent): nothing
+      // is written between the lookup and the decision.
+      this.copyInputs = plan.inputs;
       return plan.inputs;
     }, 'platform');
     // append's synchronous section has run by now (it ends at its first await): forget the keys.
+    this.copyInputs = null;
     this.knownIdempotent = null;
     const events = await committed;
     return { appended: events.length - (dropped > 0 ? 1 : 0), dropped };

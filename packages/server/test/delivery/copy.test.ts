@@ -144,6 +144,17 @@ describe('copies', () => {
     expect(one).toHaveBeenCalledWith(h.actor('/r').sid, 'user-key');
     expect(again).toEqual(repeat);
     expect(h.head('/r')).toBe(head + 1);
+    // A batch of new identities is not looked up at all: its inserts find no stored key.
+    const lookups = many.mock.calls.length;
+    expect(await h.actor('/r').receiveCopies(batch([7, 8]))).toEqual({ appended: 2, dropped: 0 });
+    expect(many).toHaveBeenCalledTimes(lookups);
+    expect(h.head('/r')).toBe(head + 3);
+    expect(
+      h
+        .events('/r')
+        .filter((e) => e.type === 'app/x')
+        .map((c) => c.payload),
+    ).toEqual([3, 4, 5, 6, 7, 8].map((n) => ({ n })));
   });
 
   it('a paused receiver is unavailable: backoff, never a skip, and the copy lands after resume', async () => {
