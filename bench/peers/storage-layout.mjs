@@ -11,9 +11,14 @@
  * random, each with a fresh key, `seq` shaped ("c<client>-<n>", 50 clients, as bench/peers sends)
  * `uuid` shaped (random) or `time` shaped (time-ordered, as UUIDv7 and ULID are). Counts WAL frames per commit (the WAL is checkpointed between counts),
  * µs of CPU per append and database bytes per event; rounds alternate the layouts' order and the
- * table shows medians and format5 ÷ format4 ratios.
+ * table shows medians and format5 ÷ format4 ratios. `none` (no key at all, the index untouched) is
+ * the floor a key's cost is measured from.
  *
- *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3]
+ * Each keyed row is written as the engine writes a fresh key: one `INSERT … ON CONFLICT DO NOTHING`
+ * (engine/stream-store.ts insertEventIfNewKey); --lookup adds the SELECT of the key before it that
+ * the engine made until 2026-12-03 (bench/README "Idempotency keys without a lookup").
+ *
+ *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3] [--lookup]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -29,6 +34,7 @@ const { values } = parseArgs({
     group: { type: 'string', default: '25' },
     streams: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
+    lookup: { type: 'boolean', default: false },
   },
 });
 const EVENTS = Number(values.events);
@@ -36,7 +42,7 @@ const GROUP = Number(values.group);
 const STREAMS = Number(values.streams);
 const ROUNDS = Number(values.rounds);
 const PAGE = 4096;
-const KEY_SHAPES = ['seq', 'uuid', 'time'];
+const KEY_SHAPES = ['none', 'seq', 'uuid', 'time'];
 
 const TABLE = `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
   idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`;
@@ -68,6 +74,9 @@ function measure(layout, keyShape, seed) {
     db.pragma('wal_autocheckpoint = 0');
     for (const ddl of [TABLE, ...COMMON, LAYOUTS[layout]]) db.exec(ddl);
     const insert = db.prepare(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?)`);
+    const insertIfNew = db.prepare(
+      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?) ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`,
+    );
     const lookup = db.prepare(`SELECT body FROM events WHERE sid = ? AND idem = ?`);
     const begin = db.prepare('BEGIN');
     const commit = db.prepare('COMMIT');
@@ -77,6 +86,7 @@ function measure(layout, keyShape, seed) {
     const next = () => (rnd = (rnd * 1103515245 + 12345) % 2147483648);
     let tick = 0;
     const key = () => {
+      if (keyShape === 'none') return null;
       if (keyShape === 'uuid') return randomUUID();
       // Time-ordered like a UUIDv7 or a ULID: a millisecond prefix (one step per commit here), a
       // counter, then random hex.
@@ -92,14 +102,17 @@ function measure(layout, keyShape, seed) {
       for (let j = 0; j < GROUP; j++) {
         const sid = next() % STREAMS;
         const k = key();
-        rows.push([sid, ++heads[sid], k, Date.now(), `{"path":"/bench/b-${sid}","offset":${heads[sid]},"type":"bench/e","payload":{"text":"the quick brown fox jumps over the lazy dog 0123456789"},"idempotencyKey":"${k}"}`]);
+        const keyJson = k === null ? '' : `,"idempotencyKey":"${k}"`;
+        rows.push([sid, ++heads[sid], k, Date.now(), `{"path":"/bench/b-${sid}","offset":${heads[sid]},"type":"bench/e","payload":{"text":"the quick brown fox jumps over the lazy dog 0123456789"}${keyJson}}`]);
       }
       const cpu0 = process.cpuUsage();
       begin.run();
-      // As the engine does: look the key up first (a repeat answers the stored event), then insert.
       for (const [sid, ofs, k, ms, body] of rows) {
-        lookup.get(sid, k);
-        insert.run(sid, ofs, k, ms, body);
+        if (k === null) insert.run(sid, ofs, k, ms, body);
+        else if (values.lookup) {
+          lookup.get(sid, k);
+          insert.run(sid, ofs, k, ms, body);
+        } else insertIfNew.run(sid, ofs, k, ms, body);
       }
       commit.run();
       const cpu = process.cpuUsage(cpu0);
@@ -125,7 +138,9 @@ for (let round = 0; round < ROUNDS; round++) {
     for (const layout of roundOrder(Object.keys(LAYOUTS), round)) runs.push({ layout, keyShape, round, ...measure(layout, keyShape, 7 + round) });
   }
 }
-console.log(`${GROUP} appends per commit over ${STREAMS} streams at random, ${EVENTS} appends per run, medians of ${ROUNDS} rounds`);
+console.log(
+  `${GROUP} appends per commit over ${STREAMS} streams at random, ${EVENTS} appends per run, medians of ${ROUNDS} rounds, ${values.lookup ? 'SELECT then INSERT' : 'INSERT … ON CONFLICT DO NOTHING'} per keyed row`,
+);
 console.log('keys | layout  | WAL frames/commit | µs CPU/append | db bytes/event');
 const med = (layout, keyShape, field) => median(runs.filter((r) => r.layout === layout && r.keyShape === keyShape).map((r) => r[field]));
 for (const keyShape of KEY_SHAPES) {
