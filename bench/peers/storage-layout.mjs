@@ -18,7 +18,9 @@
  * (engine/stream-store.ts insertEventIfNewKey); --lookup adds the SELECT of the key before it that
  * the engine made until 2026-12-03 (bench/README "Idempotency keys without a lookup").
  *
- *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3] [--lookup]
+ * --page-size: SQLite's page size for the run (the Node host uses SQLite's default, 4096).
+ *
+ *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3] [--lookup] [--page-size 4096]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -35,13 +37,14 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
     lookup: { type: 'boolean', default: false },
+    'page-size': { type: 'string', default: '4096' },
   },
 });
 const EVENTS = Number(values.events);
 const GROUP = Number(values.group);
 const STREAMS = Number(values.streams);
 const ROUNDS = Number(values.rounds);
-const PAGE = 4096;
+const PAGE = Number(values['page-size']);
 const KEY_SHAPES = ['none', 'seq', 'uuid', 'time'];
 
 const TABLE = `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
@@ -68,6 +71,7 @@ function measure(layout, keyShape, seed) {
   try {
     const file = join(dir, 'e.db');
     const db = new Database(file);
+    db.pragma(`page_size = ${PAGE}`);
     db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
