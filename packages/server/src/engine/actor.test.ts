@@ -176,6 +176,26 @@ describe('StreamActor over SQLite with group commit', () => {
     expect(new StreamActor('p', '/b', deps).coreState).toEqual(b.coreState);
   });
 
+  it('the same new key twice in one group: the second append answers the event of the first', async () => {
+    const storage = sqlite();
+    const committed: Committed[] = [];
+    const deps = depsFor(storage, committed);
+    const a = new StreamActor('p', '/a', deps);
+    await a.append([x(1)], 'public');
+    committed.length = 0;
+    const [first, second, other] = await Promise.all([
+      a.append([x(2, { idempotencyKey: 'k' })], 'public'),
+      a.append([x(2, { idempotencyKey: 'k' })], 'public'),
+      a.append([x(3, { idempotencyKey: 'k' })], 'public').catch((e: unknown) => e),
+    ]);
+    expect(first!.map((e) => e.offset)).toEqual([3]);
+    expect(second).toEqual(first);
+    expect(other).toMatchObject({ code: 'CONFLICT', message: 'events[0]: idempotency key "k" already names a different event (offset 3)' });
+    expect(committed.map((c) => c.events.map((e) => e.offset))).toEqual([[3]]);
+    expect(offsets(a)).toEqual([1, 2, 3]);
+    expect(storage.epoch).toBe(0);
+  });
+
   it('every stream of a failed group fails together, and each reloads', async () => {
     const storage = sqlite();
     const poison = await armCommitFailure(storage);
