@@ -72,9 +72,11 @@ for (let round = 0; round < Number(roundsArg); round++) {
 const [base] = builds[0];
 for (const [name] of builds) {
   const ratios = results[name].map((r, i) => r.cpuUs / results[base][i].cpuUs);
+  const rates = results[name].map((r, i) => r.perSec / results[base][i].perSec);
   console.log(
     `${name.padEnd(14)} median ${median(results[name].map((r) => r.cpuUs)).toFixed(2)} µs CPU/copy, ${Math.round(median(results[name].map((r) => r.perSec)))} copies/s; ` +
-      `CPU ÷ ${base} per round ${ratios.map((x) => x.toFixed(2)).join(' ')}, median ${median(ratios).toFixed(3)}`,
+      `CPU ÷ ${base} per round ${ratios.map((x) => x.toFixed(2)).join(' ')}, median ${median(ratios).toFixed(3)}; ` +
+      `copies/s ÷ ${base} per round ${rates.map((x) => x.toFixed(2)).join(' ')}, median ${median(rates).toFixed(3)}`,
   );
 }
 console.log(`load at the end ${loadavg()}`);

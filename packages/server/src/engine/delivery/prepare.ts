@@ -157,6 +157,29 @@ export class DeliveryPreparer {
     }
   }
 
+  /**
+   * The copy batch after `cursor`, read and prepared while the batch before it is being committed
+   * and synced by the receiving stream (a copy's call waits for that sync; reading meanwhile uses
+   * the core the sync leaves idle). Like `ahead`, it settles nothing: undefined whenever anything
+   * is unusual (nothing owed, a condition or transform that throws, the run changed), and the next
+   * delivery then prepares itself. It is used only after that batch succeeded and left the cursor
+   * exactly at `cursor` (sender.ts), so nothing is sent twice or out of order.
+   */
+  async aheadBatch(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
+    try {
+      const { actor } = this.loop;
+      if (cursor >= actor.durableHead) return undefined;
+      const collected = await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
+      if (collected.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
+      const delivered: DeliveredEvent[] = [];
+      if (transformOf(entry) === undefined) for (const event of collected.events) delivered.push(deliveredAsStored(event));
+      else for (const event of collected.events) delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
+      return this.prepared(key, entry, cursor, collected.scannedTo, 1, delivered);
+    } catch {
+      return undefined;
+    }
+  }
+
   private prepared(key: string, entry: OutboundEntry, cursorBefore: number, cursorAfter: number, attempt: number, delivered: DeliveredEvent[]): Prepared | undefined {
     const { actor } = this.loop;
     const state = actor.coreState;
