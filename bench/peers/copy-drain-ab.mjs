@@ -12,10 +12,9 @@
  * Each CLI from `node bench/peers/build-commit.mjs COMMIT`, or packages/cli/bin/rivulet.js.
  */
 import { readFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import { procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { call } from '../lib/report.mjs';
-import { eventBody } from './load.mjs';
+import { drainBacklog, preloadBacklog } from './copy-backlog.mjs';
 import { median } from './verdict.mjs';
 
 const [roundsArg, ...specs] = process.argv.slice(2);
@@ -31,25 +30,9 @@ const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
 async function drain(name, cli) {
   const server = await startServer([cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
   try {
-    for (let done = 0; done < count; ) {
-      const n = Math.min(1000, count - done);
-      const body = `[${Array.from({ length: n }, (_, i) => eventBody(0, done + i, false).toString()).join(',')}]`;
-      const response = await fetch(`${server.url}/v1/streams/bench/src`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      if (!response.ok) throw new Error(`preload answered ${response.status}`);
-      await response.arrayBuffer();
-      done += n;
-    }
+    await preloadBacklog(server.url, count);
     const cpu0 = procCpuMs(server.child.pid);
-    const t0 = performance.now();
-    await call(server.url, 'POST', '/v1/streams/bench/dst:subscribeToEventsFrom', { sourceStreamPath: '/bench/src', subscriptionKey: 'drain', delivery: { start: 'beginning' } });
-    for (;;) {
-      const { runtime } = await call(server.url, 'GET', '/v1/streams/bench/src:state');
-      const sub = Object.values(runtime?.subscriptions ?? {})[0];
-      if (sub && sub.lag === 0) break;
-      if (performance.now() - t0 > 300_000) throw new Error(`${name}: copies still ${sub?.lag} behind after 300 s`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    const seconds = (performance.now() - t0) / 1000;
+    const seconds = await drainBacklog(server.url, name);
     const cpuUs = ((procCpuMs(server.child.pid) - cpu0) * 1000) / count;
     const { streamMaxOffset } = await call(server.url, 'GET', '/v1/streams/bench/dst?limit=1');
     // The receiving stream: its created event, the subscription's configure event and every copy.

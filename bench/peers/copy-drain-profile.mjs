@@ -11,10 +11,8 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { CLI, procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
-import { call } from '../lib/report.mjs';
-import { eventBody } from './load.mjs';
+import { drainBacklog, preloadBacklog } from './copy-backlog.mjs';
 
 const cli = process.argv[2] ?? CLI;
 const count = Number(process.env.COUNT ?? 200_000);
@@ -23,14 +21,7 @@ const profiles = mkdtempSync(join(tmpdir(), 'rivulet-copy-drain-cpuprofile-'));
 
 const preload = await startServer([cli, 'serve', '--port', '0', '--data', data, '--durability', 'full'], 'preload');
 try {
-  for (let done = 0; done < count; ) {
-    const n = Math.min(1000, count - done);
-    const body = `[${Array.from({ length: n }, (_, i) => eventBody(0, done + i, false).toString()).join(',')}]`;
-    const response = await fetch(`${preload.url}/v1/streams/bench/src`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    if (!response.ok) throw new Error(`preload answered ${response.status}`);
-    await response.arrayBuffer();
-    done += n;
-  }
+  await preloadBacklog(preload.url, count);
 } finally {
   await stopServer(preload);
 }
@@ -39,17 +30,9 @@ const server = await startServer(['--cpu-prof', `--cpu-prof-dir=${profiles}`, cl
 let cpuUs;
 try {
   const cpu0 = procCpuMs(server.child.pid);
-  const t0 = performance.now();
-  await call(server.url, 'POST', '/v1/streams/bench/dst:subscribeToEventsFrom', { sourceStreamPath: '/bench/src', subscriptionKey: 'drain', delivery: { start: 'beginning' } });
-  for (;;) {
-    const { runtime } = await call(server.url, 'GET', '/v1/streams/bench/src:state');
-    const sub = Object.values(runtime?.subscriptions ?? {})[0];
-    if (sub && sub.lag === 0) break;
-    if (performance.now() - t0 > 300_000) throw new Error(`copies still ${sub?.lag} behind after 300 s`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const seconds = await drainBacklog(server.url, 'drain');
   cpuUs = ((procCpuMs(server.child.pid) - cpu0) * 1000) / count;
-  console.error(`drain ${((performance.now() - t0) / 1000).toFixed(1)} s, ${cpuUs.toFixed(1)} µs CPU/copy (profiled)`);
+  console.error(`drain ${seconds.toFixed(1)} s, ${cpuUs.toFixed(1)} µs CPU/copy (profiled)`);
 } finally {
   await stopServer(server);
 }
