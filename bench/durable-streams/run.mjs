@@ -5,6 +5,7 @@
  * @durable-streams/server, file-backed and in memory, in the same run (bench/README.md).
  *
  *   npm run bench:durable-streams                  # 2 rounds, 5 s per measurement
+ *   node bench/durable-streams/run.mjs --help      # every option
  *   node bench/durable-streams/run.mjs --quick     # smoke run (expects a built workspace)
  *   node bench/durable-streams/run.mjs --variant before=bench/.variants/before/dist
  *       # also an earlier build of packages/server (a copy of its dist), interleaved (A/B)
@@ -26,24 +27,61 @@ import { CLI, procCpuMs, startServer, stopServer, tempFolders } from '../lib/pro
 import { fmtN, machineInfo, writeResult } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({
-  options: {
-    quick: { type: 'boolean' },
-    rounds: { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    clients: { type: 'string' },
-    streams: { type: 'string' },
-    out: { type: 'string' },
-    only: { type: 'string', multiple: true, default: [] },
-    variant: { type: 'string', multiple: true, default: [] },
-    profile: { type: 'string' },
-    probe: { type: 'boolean' },
-    native: { type: 'boolean' },
-    relaxed: { type: 'boolean' },
-    'concurrent-creates': { type: 'boolean' },
-  },
-});
+
+const usage = `Usage: node bench/durable-streams/run.mjs [options]   (npm run bench:durable-streams -- [options])
+
+Durable Streams JSON appends (one message per request) from concurrent clients against Rivulet
+(durability full) and the reference server @durable-streams/server, file-backed and in memory,
+rounds interleaved, medians and per-round ratios against the targets of issue 20. Expects a built
+workspace (npm run build).
+
+  --rounds N             rounds, servers in alternating order (default 2; 1 with --quick)
+  --duration S           measured seconds per server and round (default 5; 1.5 with --quick)
+  --warmup S             warm-up seconds before each measurement (default 1.5; 0.5 with --quick)
+  --clients N            concurrent clients, one keep-alive connection each (default 50)
+  --streams N            streams the clients append to (default: as many as clients)
+  --quick                a smoke run
+  --only NAME            run only this server (repeatable): rivulet, reference-file,
+                         reference-memory, and the ones the options below add
+  --variant NAME=DIST    also an earlier build of packages/server (a copy of its dist), as NAME
+  --native               also Rivulet's own appends (POST /v1/streams/...), as rivulet-native
+  --relaxed              also Rivulet with --durability relaxed, as rivulet-relaxed
+  --concurrent-creates   the stream-creating PUTs sent at once, so every connection carries one
+  --profile DIR          a CPU profile of each Rivulet server, written to DIR when it stops
+  --probe                each Rivulet server prints its commits and appends per commit
+  --out FILE             where to write the result JSON (default bench/results/…)
+  -h, --help             this text`;
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      quick: { type: 'boolean' },
+      rounds: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      clients: { type: 'string' },
+      streams: { type: 'string' },
+      out: { type: 'string' },
+      only: { type: 'string', multiple: true, default: [] },
+      variant: { type: 'string', multiple: true, default: [] },
+      profile: { type: 'string' },
+      probe: { type: 'boolean' },
+      native: { type: 'boolean' },
+      relaxed: { type: 'boolean' },
+      'concurrent-creates': { type: 'boolean' },
+    },
+  });
+} catch (error) {
+  console.error(`${error.message}\n\n${usage}`);
+  process.exit(2);
+}
+const { values } = parsed;
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const rounds = Number(values.rounds ?? (values.quick ? 1 : 2));
 const durationMs = Number(values.duration ?? (values.quick ? 1.5 : 5)) * 1000;
 const warmupMs = Number(values.warmup ?? (values.quick ? 0.5 : 1.5)) * 1000;
@@ -64,7 +102,10 @@ const ALL_SERVERS = {
   ...Object.fromEntries(
     values.variant.map((spec) => {
       const at = spec.indexOf('=');
-      if (at <= 0) throw new Error(`--variant expects NAME=DIST, got ${spec}`);
+      if (at <= 0) {
+        console.error(`--variant expects NAME=DIST, got ${spec} (see --help)`);
+        process.exit(2);
+      }
       const [name, dist] = [spec.slice(0, at), spec.slice(at + 1)];
       return [name, () => startServer([...nodeFlags, launchDist, '--dist', dist, 'serve', '--data', folder(name), '--durability', 'full'], `rivulet ${name}`)];
     }),
@@ -86,7 +127,11 @@ const ALL_SERVERS = {
   'reference-file': () => startServer([join(here, 'reference-server.mjs'), 'file', folder('reference')], 'reference server (file)'),
   'reference-memory': () => startServer([join(here, 'reference-server.mjs'), 'memory'], 'reference server (memory)'),
 };
-for (const name of values.only) if (!(name in ALL_SERVERS)) throw new Error(`--only ${name}: not one of ${Object.keys(ALL_SERVERS).join(', ')}`);
+for (const name of values.only) {
+  if (name in ALL_SERVERS) continue;
+  console.error(`--only ${name}: not one of ${Object.keys(ALL_SERVERS).join(', ')} (see --help)`);
+  process.exit(2);
+}
 const SERVERS = values.only.length === 0 ? ALL_SERVERS : Object.fromEntries(values.only.map((name) => [name, ALL_SERVERS[name]]));
 
 function request(agent, url, method, path, headers, body) {
