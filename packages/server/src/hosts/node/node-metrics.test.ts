@@ -63,6 +63,10 @@ describe('the Node host metrics', () => {
   it('appends the process metrics to the scrape, for every server of the process alike', async () => {
     const first = setUp();
     const second = setUp();
+    // The CPU counter counts from the process registry's creation, and the kernel accounts user
+    // time by the tick: a scrape a few milliseconds later can read 0. Spend some first.
+    const from = process.cpuUsage().user;
+    while (process.cpuUsage().user - from < 20_000) Math.sqrt(Math.random());
     for (const { metrics } of [first, second]) {
       const text = await metrics.registry.scrape();
       expect(text.startsWith(metrics.registry.render())).toBe(true);
