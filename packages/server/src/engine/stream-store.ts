@@ -94,6 +94,10 @@ function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string
 
 const projectKey = (projectId: string | null): string => projectId ?? '';
 
+/** One event row (insertEvent), and the same unless its key is stored (insertEventIfNewKey). */
+const INSERT_EVENT = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_EVENT_IF_NEW_KEY = `${INSERT_EVENT} ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
+
 /** The project of a streams row whose lifetime was destroyed and whose events are still being purged. */
 export const ERASED_PROJECT = '\u0000erased';
 
@@ -198,7 +202,7 @@ export class StreamStore {
 
   insertEvent(sid: number, row: EventRowInput): void {
     this.storage.run(
-      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      INSERT_EVENT,
       sid,
       row.offset,
       row.type,
@@ -215,9 +219,7 @@ export class StreamStore {
    * "Storage"). Only the key's conflict is absorbed: an offset given twice fails as in insertEvent.
    */
   insertEventIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
-    const sql = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
-    return this.storage.run(sql, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
+    return this.storage.run(INSERT_EVENT_IF_NEW_KEY, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
   }
 
   findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {

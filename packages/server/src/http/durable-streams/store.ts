@@ -117,7 +117,7 @@ export class DsStreams {
 
   /** A read or write renews a TTL (docs/durable-streams.md "TTL"). */
   touch(projectId: string | null, path: string): void {
-    this.access.set(keyOf(projectId, path), this.now());
+    this.touchAt(keyOf(projectId, path));
   }
 
   private touchAt(key: string): void {
