@@ -4,8 +4,11 @@
  * BEGIN..COMMIT group, the savepoints and the event rows inserted (one-event appends to an existing
  * stream join a group without a savepoint, so event rows are what counts appends),
  * and times the COMMIT statement (where the fsync happens) and the whole group. Prints one line
- * "PROBE {json}" on stderr when the process exits.
+ * "PROBE {json}" on stderr when the process exits. It also counts the WAL syncs run on the thread
+ * pool (node:fs fdatasync, decision 010) and how long each took from call to callback.
  */
+import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 
@@ -13,6 +16,17 @@ const probeDb = new Database(':memory:');
 const proto = Object.getPrototypeOf(probeDb.prepare('SELECT 1'));
 probeDb.close();
 const originalRun = proto.run;
+
+const syncs = []; // wall ms from call to callback
+const originalFdatasync = fs.fdatasync;
+fs.fdatasync = function fdatasync(fd, callback) {
+  const t0 = performance.now();
+  return originalFdatasync.call(this, fd, (error) => {
+    syncs.push(performance.now() - t0);
+    callback(error);
+  });
+};
+syncBuiltinESMExports();
 
 const groups = []; // [savepoints, eventRows, commitMs, openMs]
 let open = null;
@@ -63,6 +77,8 @@ process.on('exit', () => {
     // COMMITs above 1 ms: almost always the ones that ran a WAL checkpoint (wal_autocheckpoint).
     slowCommits: { count: groups.filter((g) => g[2] > 1).length, totalMs: groups.reduce((s, g) => s + (g[2] > 1 ? g[2] : 0), 0) },
     otherStatementsMs: statementsMs,
+    syncs: syncs.length,
+    syncMs: summary(syncs),
     uptimeMs: performance.now(),
   };
   process.stderr.write(`PROBE ${JSON.stringify(out)}\n`);

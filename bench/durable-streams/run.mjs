@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { Pool } from 'undici';
 import { CLI, procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { fmtN, machineInfo, writeResult } from '../lib/report.mjs';
 
@@ -39,6 +40,9 @@ workspace (npm run build).
   --duration S           measured seconds per server and round (default 5; 1.5 with --quick)
   --warmup S             warm-up seconds before each measurement (default 1.5; 0.5 with --quick)
   --clients N            concurrent clients, one keep-alive connection each (default 50)
+  --client KIND          the load generator's HTTP client: undici (a Pool, default) or node
+                         (node:http with a keep-alive Agent: about twice undici's CPU per request
+                         here, taken from the same two cores the servers run on)
   --streams N            streams the clients append to (default: as many as clients)
   --quick                a smoke run
   --only NAME            run only this server (repeatable): rivulet, reference-file,
@@ -68,6 +72,7 @@ try {
       variant: { type: 'string', multiple: true, default: [] },
       profile: { type: 'string' },
       probe: { type: 'boolean' },
+      client: { type: 'string', default: 'undici' },
       native: { type: 'boolean' },
       relaxed: { type: 'boolean' },
       'concurrent-creates': { type: 'boolean' },
@@ -134,6 +139,12 @@ for (const name of values.only) {
 }
 const SERVERS = values.only.length === 0 ? ALL_SERVERS : Object.fromEntries(values.only.map((name) => [name, ALL_SERVERS[name]]));
 
+if (values.client !== 'undici' && values.client !== 'node') {
+  console.error(`--client ${values.client}: not undici or node (see --help)`);
+  process.exit(2);
+}
+
+/** One request on node:http; answers the status once the body has been read. */
 function request(agent, url, method, path, headers, body) {
   return new Promise((resolve, reject) => {
     const req = http.request(new URL(path, url), { method, agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
@@ -145,18 +156,37 @@ function request(agent, url, method, path, headers, body) {
   });
 }
 
+/** node:http with a keep-alive Agent of `clients` sockets. */
+function nodeSender(url) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  return { request: (method, path, headers, body) => request(agent, url, method, path, headers, body), close: async () => agent.destroy() };
+}
+
+/** An undici Pool of `clients` connections, one request at a time on each. */
+function undiciSender(url) {
+  const pool = new Pool(url, { connections: clients, pipelining: 1 });
+  return {
+    request: async (method, path, headers, body) => {
+      const answer = await pool.request({ method, path, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body });
+      await answer.body.dump();
+      return answer.statusCode;
+    },
+    close: () => pool.close(),
+  };
+}
+
 /**
  * `clients` loops, each appending one JSON message per request to its stream, for `ms`. `native`:
  * the same message as one Rivulet event through Rivulet's own append (no stream created first).
  */
 async function load(url, ms, native) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  const send = values.client === 'undici' ? undiciSender(url) : nodeSender(url);
   const json = { 'content-type': 'application/json' };
   const paths = Array.from({ length: streams }, (_, i) => `/v1/${native ? 'streams' : 'stream'}/bench/s${i}-${Date.now()}`);
   const bodyOf = native ? (value) => JSON.stringify({ type: 'bench/message', payload: value }) : (value) => JSON.stringify(value);
   // One after another the PUTs take one keep-alive connection; at once, one each.
   const create = async (path) => {
-    const status = await request(agent, url, 'PUT', path, json, '');
+    const status = await send.request('PUT', path, json, '');
     if (status !== 201) throw new Error(`PUT ${path} answered ${status}`);
   };
   if (native) {
@@ -172,7 +202,7 @@ async function load(url, ms, native) {
       let n = 0;
       while (performance.now() < end) {
         const started = performance.now();
-        const status = await request(agent, url, 'POST', paths[c % streams], json, bodyOf({ client: c, n: n++, text: 'the quick brown fox' }));
+        const status = await send.request('POST', paths[c % streams], json, bodyOf({ client: c, n: n++, text: 'the quick brown fox' }));
         if (status === 204 || status === 200) {
           done++;
           latencies.push(performance.now() - started);
@@ -180,7 +210,7 @@ async function load(url, ms, native) {
       }
     }),
   );
-  agent.destroy();
+  await send.close();
   latencies.sort((a, b) => a - b);
   return { perSecond: (done / ms) * 1000, done, failed, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
 }
@@ -195,13 +225,17 @@ for (let round = 0; round < rounds; round++) {
       const native = name.startsWith('rivulet-native');
       await load(server.url, warmupMs, native);
       const cpuBefore = procCpuMs(server.child.pid);
+      const clientBefore = process.cpuUsage();
       const measured = await load(server.url, durationMs, native);
+      // The load generator shares the two cores: its own CPU per append says how much it takes.
+      const clientCpu = process.cpuUsage(clientBefore);
+      measured.clientCpuUsPerAppend = (clientCpu.user + clientCpu.system) / measured.done;
       // The server's CPU per append: steadier than appends per second when the disk is shared.
       measured.cpuUsPerAppend = ((procCpuMs(server.child.pid) - cpuBefore) * 1000) / measured.done;
       measured.load = loadAverage();
       results[name].push(measured);
       console.log(
-        `round ${round + 1} ${name}: ${fmtN(measured.perSecond)} appends/s, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms, ${measured.failed} refused, server CPU ${measured.cpuUsPerAppend.toFixed(0)} µs/append (load ${measured.load})`,
+        `round ${round + 1} ${name}: ${fmtN(measured.perSecond)} appends/s, p50 ${measured.p50.toFixed(2)} ms, p99 ${measured.p99.toFixed(2)} ms, ${measured.failed} refused, server CPU ${measured.cpuUsPerAppend.toFixed(0)} µs/append, client ${measured.clientCpuUsPerAppend.toFixed(0)} (load ${measured.load})`,
       );
     } finally {
       const stderr = await stopServer(server);
@@ -239,7 +273,7 @@ for (const name of names) {
   const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(' ');
   console.log(r === undefined ? line : `${line}   rivulet ${r.median.toFixed(2)}x (rounds ${fmt(r.perRound)})${TARGETS[name] ?? ''}, CPU ${r.cpuMedian.toFixed(2)}x (${fmt(r.cpuPerRound)})`);
 }
-writeResult('durable-streams', startedAt, { machine: machineInfo(startedAt), clients, streams, rounds, durationMs, results, summary, ratios, vsFile, vsMemory }, values.out);
+writeResult('durable-streams', startedAt, { machine: machineInfo(startedAt), client: values.client, clients, streams, rounds, durationMs, results, summary, ratios, vsFile, vsMemory }, values.out);
 
 function loadAverage() {
   try {
