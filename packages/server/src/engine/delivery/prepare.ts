@@ -13,6 +13,7 @@ import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import type { ExpressionBudget } from '../../core/expression-budget.js';
 import { shapeEvent, unshaped, type ShapedEvent } from '../../core/filter.js';
 import { runGeneration, type SubscriptionRow } from '../../core/repair.js';
+import { utf8Length } from '../../core/sizes.js';
 import { errorText, type DeliveredEvent, type DeliveryContext, type Receiver } from '../receivers/receiver.js';
 import type { PreparedCall, PreparingReceiver } from '../receivers/webhook.js';
 import { committedJson, rememberJson, storedFieldsJson } from '../event-json.js';
@@ -68,12 +69,13 @@ function deliveredAsStored(event: CommittedEvent): DeliveredEvent {
 }
 
 /**
- * `JSON.stringify(d.shaped).length` (a delivery's size, protocol §12.3 `bytesSent`), measured on the
- * stored text when there is one: `{"type":…` then the payload and metadata members, then `}`.
+ * The UTF-8 bytes of `JSON.stringify(d.shaped)` (a delivery's size, protocol §11 `bytesSent`),
+ * measured on the stored text when there is one: `{"type":…` then the payload and metadata
+ * members, then `}`.
  */
 export function shapedLength(d: DeliveredEvent): number {
-  if (d.fieldsJson === undefined) return JSON.stringify(d.shaped).length;
-  return TYPE_MEMBER + JSON.stringify(d.shaped.type).length + d.fieldsJson.length + 1;
+  if (d.fieldsJson === undefined) return utf8Length(JSON.stringify(d.shaped));
+  return TYPE_MEMBER + utf8Length(JSON.stringify(d.shaped.type)) + utf8Length(d.fieldsJson) + 1;
 }
 
 const TYPE_MEMBER = '{"type":'.length;

@@ -1,7 +1,7 @@
 /**
- * A delivery's size (prepare.ts `shapedLength`, the `bytesSent` a success adds, protocol §12.3):
- * measured on the stored text when the event goes untransformed, it is the length serialising the
- * shaped event would give.
+ * A delivery's size (prepare.ts `shapedLength`, the `bytesSent` a success adds, protocol §11): the
+ * UTF-8 bytes of the shaped event's JSON; measured on the stored text when the event goes
+ * untransformed, it is what serialising the shaped event would give.
  */
 import type { AppendInput } from '../../core/append-input.js';
 import type { CommittedEvent, JsonObject } from '@rivulet/contract';
@@ -20,7 +20,7 @@ const input: fc.Arbitrary<AppendInput> = fc.record(
 );
 
 describe('shapedLength', () => {
-  it('on the stored text equals JSON.stringify of the shaped event', () => {
+  it('on the stored text equals the UTF-8 bytes of JSON.stringify of the shaped event', () => {
     fc.assert(
       fc.property(input, (i) => {
         const stored = JSON.stringify(buildEvent('/s', 7, '2026-12-02T00:00:00.000Z', i));
@@ -29,10 +29,22 @@ describe('shapedLength', () => {
         const fieldsJson = storedFieldsJson(event);
         expect(fieldsJson).toBeDefined();
         const shaped = unshaped(event);
-        expect(shapedLength({ event, shaped, fieldsJson: fieldsJson! })).toBe(JSON.stringify(shaped).length);
-        expect(shapedLength({ event, shaped })).toBe(JSON.stringify(shaped).length);
+        const bytes = Buffer.byteLength(JSON.stringify(shaped));
+        expect(shapedLength({ event, shaped, fieldsJson: fieldsJson! })).toBe(bytes);
+        expect(shapedLength({ event, shaped })).toBe(bytes);
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('counts bytes, not UTF-16 code units: é is 2, € 3 and 😀 4', () => {
+    const stored = JSON.stringify(buildEvent('/s', 1, '2026-12-02T00:00:00.000Z', { type: 'tést', payload: { text: 'é€😀' } }));
+    const event = JSON.parse(stored) as CommittedEvent;
+    rememberJson(event, stored);
+    const shaped = unshaped(event);
+    // One byte more than code units for each é (type and payload), two for € and for 😀 (two code units, four bytes).
+    const expected = JSON.stringify(shaped).length + 1 + 1 + 2 + 2;
+    expect(shapedLength({ event, shaped, fieldsJson: storedFieldsJson(event)! })).toBe(expected);
+    expect(shapedLength({ event, shaped })).toBe(expected);
   });
 });
