@@ -5,8 +5,9 @@
  * that need no call are settled here: nothing owed moves the cursor past what was scanned; a
  * condition or a transform that throws is an ordered failure (failures.ts).
  *
- * Webhooks read ahead (read-ahead.ts), and the sender prepares the next webhook while the previous
- * POST is in flight (`ahead`): it is used only if that POST succeeds and leaves the cursor exactly
+ * Webhooks read ahead (read-ahead.ts), and the sender prepares the next delivery while the one
+ * before is under way (`ahead`: the next webhook during a POST, the next copy batch during the
+ * receiving stream's sync): it is used only if that delivery succeeds and leaves the cursor exactly
  * where the prepared one was read from.
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
@@ -142,41 +143,28 @@ export class DeliveryPreparer {
   }
 
   /**
-   * The webhook after `cursor`, prepared while the call before it is in flight, or undefined
-   * whenever anything is unusual (nothing owed yet, a condition or transform that throws, the run
-   * changed): the next delivery then prepares itself and settles that on its own.
+   * The delivery after `cursor`, prepared while the one before it is under way: a webhook (one
+   * event, through read-ahead.ts) while its POST is in flight, a copy batch while the receiving
+   * stream commits and syncs the batch before (a copy's call waits for that sync; reading meanwhile
+   * uses the core the sync leaves idle). It settles nothing: undefined whenever anything is unusual
+   * (nothing owed yet, a condition or transform that throws, the run changed), and the next
+   * delivery then prepares itself and settles that on its own. The sender uses it only after the
+   * delivery before succeeded and left the cursor exactly at `cursor` (sender.ts), so nothing is
+   * sent twice or out of order.
    */
   async ahead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
     try {
-      if (cursor >= this.loop.actor.durableHead) return undefined;
-      const owed = await this.readAhead.next(key, flight.run, entry, cursor);
-      if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
-      const event = owed.events[0]!;
-      const delivered = [{ event, shaped: await shapeFor(entry, event, this.loop.actor.expressionBudget) }];
-      return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * The copy batch after `cursor`, read and prepared while the batch before it is being committed
-   * and synced by the receiving stream (a copy's call waits for that sync; reading meanwhile uses
-   * the core the sync leaves idle). Like `ahead`, it settles nothing: undefined whenever anything
-   * is unusual (nothing owed, a condition or transform that throws, the run changed), and the next
-   * delivery then prepares itself. It is used only after that batch succeeded and left the cursor
-   * exactly at `cursor` (sender.ts), so nothing is sent twice or out of order.
-   */
-  async aheadBatch(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
-    try {
       const { actor } = this.loop;
       if (cursor >= actor.durableHead) return undefined;
-      const collected = await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
-      if (collected.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
+      const owed: Owed =
+        entry.configuration.receiver.action === 'webhook-post'
+          ? await this.readAhead.next(key, flight.run, entry, cursor)
+          : await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
+      if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const delivered: DeliveredEvent[] = [];
-      if (transformOf(entry) === undefined) for (const event of collected.events) delivered.push(deliveredAsStored(event));
-      else for (const event of collected.events) delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
-      return this.prepared(key, entry, cursor, collected.scannedTo, 1, delivered);
+      if (transformOf(entry) === undefined) for (const event of owed.events) delivered.push(deliveredAsStored(event));
+      else for (const event of owed.events) delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
+      return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {
       return undefined;
     }

@@ -356,7 +356,7 @@ export class StreamSender implements SendLoop {
    */
   private copyAhead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
     return new Promise((resolve) => {
-      this.deps.timer.set(0, () => resolve(this.preparer.aheadBatch(key, entry, flight, cursor)));
+      this.deps.timer.set(0, () => resolve(this.preparer.ahead(key, entry, flight, cursor)));
     });
   }
 
