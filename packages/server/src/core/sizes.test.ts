@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { utf8Length } from './sizes.js';
+import { UTF8_STEP_BYTES, utf8Length } from './sizes.js';
 
 /** Any UTF-16 code unit, lone surrogates included, biased towards the encoding boundaries. */
 const codeUnit = fc.oneof(
@@ -64,5 +64,17 @@ describe('utf8Length', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('measures texts longer than one step, whatever character lies across a step boundary', () => {
+    for (const char of ['a', 'é', '€', '😀', '\ud83d', '\ude00']) {
+      for (let ascii = UTF8_STEP_BYTES - 5; ascii <= UTF8_STEP_BYTES + 1; ascii++) {
+        const text = 'a'.repeat(ascii) + char + 'b' + char.repeat(3);
+        expect(utf8Length(text)).toBe(Buffer.byteLength(text, 'utf8'));
+      }
+    }
+    const long = 'x😀é€'.repeat(3 * UTF8_STEP_BYTES);
+    expect(utf8Length(long)).toBe(Buffer.byteLength(long, 'utf8'));
+    expect(utf8Length('a'.repeat(5 * UTF8_STEP_BYTES + 7))).toBe(5 * UTF8_STEP_BYTES + 7);
   });
 });

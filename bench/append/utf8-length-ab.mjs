@@ -1,0 +1,100 @@
+/**
+ * In-process A/B of `utf8Length` (core/sizes.ts), which every append runs on each fresh event's
+ * JSON and every delivery on what it sends: builds of packages/server given as dist folders, on
+ * texts shaped as the server measures them, rounds interleaved (the order alternates), nanoseconds
+ * of wall time per call (one thread, nothing else in it), medians and the ratio of each build to
+ * the first per text.
+ *
+ *   node bench/append/utf8-length-ab.mjs NAME=DIST [NAME=DIST …] [--rounds 7] [--calls 2000000]
+ *
+ * The base build of a commit: `node bench/peers/build-commit.mjs COMMIT` (its dist folder is printed).
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const USAGE = 'usage: node bench/append/utf8-length-ab.mjs NAME=DIST [NAME=DIST …] [--rounds N] [--calls N]';
+let parsed;
+try {
+  parsed = parseArgs({
+    allowPositionals: true,
+    options: { rounds: { type: 'string', default: '7' }, calls: { type: 'string', default: '2000000' }, help: { type: 'boolean', short: 'h' } },
+  });
+} catch (error) {
+  console.error(`${error.message}\n${USAGE}`);
+  process.exit(2);
+}
+const { values, positionals } = parsed;
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const ROUNDS = Number(values.rounds);
+const CALLS = Number(values.calls);
+if (positionals.length === 0 || !Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS < 1) {
+  console.error(USAGE);
+  process.exit(2);
+}
+
+const builds = [];
+for (const arg of positionals) {
+  const at = arg.indexOf('=');
+  if (at < 1) {
+    console.error(`${arg}: expected NAME=DIST\n${USAGE}`);
+    process.exit(2);
+  }
+  const mod = await import(pathToFileURL(resolve(arg.slice(at + 1), 'core', 'sizes.js')).href);
+  builds.push({ name: arg.slice(0, at), utf8Length: mod.utf8Length });
+}
+
+// The texts: an event as bench/peers appends it, a copy of it (provenance and key spliced in), an
+// event with a non-ASCII payload, and a large ASCII one. Fifty of each, made by JSON.stringify as
+// the server makes them (flat strings).
+const event = (i, text) =>
+  JSON.stringify({ path: '/bench/b-007', offset: 1000 + i, createdAt: '2026-12-04T20:00:00.000Z', type: 'bench/e', payload: { seq: i, client: 3, user: `u-${String(i).padStart(5, '0')}`, text } });
+const copy = (i) =>
+  JSON.stringify({
+    ...JSON.parse(event(i, 'x'.repeat(64))),
+    idempotencyKey: `__rivulet:copy:["drain",3,null,"/bench/src","3b1f0c2e-1d2a-4c39-9a43-1f4a5b6c7d8e",${i}]`,
+    source: { copiedFrom: [{ projectId: null, path: '/bench/src', streamId: '3b1f0c2e-1d2a-4c39-9a43-1f4a5b6c7d8e', streamCreatedAt: '2026-12-04T19:00:00.000Z', offset: i, type: 'bench/e', createdAt: '2026-12-04T20:00:00.000Z', subscriptionKey: 'drain', cursorChangedAtSourceOffset: 3 }] },
+  });
+const TEXTS = {
+  'event, 64 ASCII characters of text': Array.from({ length: 50 }, (_, i) => event(i, 'x'.repeat(64))),
+  'copy of it (provenance, key)': Array.from({ length: 50 }, (_, i) => copy(i)),
+  'event, 200 characters of mixed text': Array.from({ length: 50 }, (_, i) => event(i, 'héllo wörld € 😀 '.repeat(12))),
+  'event, 100 KB of ASCII text': Array.from({ length: 50 }, (_, i) => event(i, 'y'.repeat(100_000))),
+};
+
+for (const [label, texts] of Object.entries(TEXTS)) {
+  const expected = texts.map((t) => Buffer.byteLength(t, 'utf8'));
+  for (const b of builds) texts.forEach((t, i) => {
+    if (b.utf8Length(t) !== expected[i]) throw new Error(`${b.name}: utf8Length is wrong on ${label}`);
+  });
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+function measure(fn, texts, calls) {
+  let sink = 0;
+  const t0 = process.hrtime.bigint();
+  for (let k = 0; k < calls; k++) sink += fn(texts[k % texts.length]);
+  const ns = Number(process.hrtime.bigint() - t0) / calls;
+  if (sink === -1) console.log('');
+  return ns;
+}
+
+console.log(`utf8Length A/B, ${ROUNDS} rounds, load at the start ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+for (const [label, texts] of Object.entries(TEXTS)) {
+  const calls = Math.max(1000, Math.floor(CALLS / Math.max(1, texts[0].length / 200)));
+  const perBuild = builds.map(() => []);
+  for (const b of builds) measure(b.utf8Length, texts, Math.min(calls, 20000)); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
+    for (const i of order) perBuild[i].push(measure(builds[i].utf8Length, texts, calls));
+  }
+  const line = builds.map((b, i) => {
+    const ns = median(perBuild[i]);
+    const ratio = i === 0 ? '' : ` (${median(perBuild[i].map((x, r) => x / perBuild[0][r])).toFixed(2)}x)`;
+    return `${b.name} ${ns >= 100 ? ns.toFixed(0) : ns.toFixed(1)} ns${ratio}`;
+  });
+  console.log(`  ${label} (${texts[0].length} characters): ${line.join(', ')}`);
+}
