@@ -35,14 +35,18 @@ export async function judgeEvent(
   event: CommittedEvent,
   budget: ExpressionBudget,
 ): Promise<'skip' | 'match' | { error: string }> {
-  const filter = entry.configuration.filter;
-  if (!typeMatches(filter, event.type)) return 'skip';
-  if (entry.configuration.receiver.action === 'copy-to-stream' && excludedFromCopy(event)) return 'skip';
+  if (skippedBeforeCondition(entry, event)) return 'skip';
   try {
-    return (await conditionMatches(filter, event, budget)) ? 'match' : 'skip';
+    return (await conditionMatches(entry.configuration.filter, event, budget)) ? 'match' : 'skip';
   } catch (error) {
     return { error: error instanceof JsonataError ? error.message : String(error) };
   }
+}
+
+/** The part of judgeEvent that needs no expression: the event's type and the copy exclusions. */
+function skippedBeforeCondition(entry: OutboundEntry, event: CommittedEvent): boolean {
+  if (!typeMatches(entry.configuration.filter, event.type)) return true;
+  return entry.configuration.receiver.action === 'copy-to-stream' && excludedFromCopy(event);
 }
 
 /** The error of an ordered failure whose condition threw (lastError, the audit, the dry run). */
@@ -60,6 +64,7 @@ export async function collectBatch(
   const head = actor.durableHead;
   if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
   const filter = entry.configuration.filter;
+  const withCondition = Boolean(filter?.jsonataCondition);
   const events: CommittedEvent[] = [];
   let bytes = 0;
   let scannedTo = cursor;
@@ -78,7 +83,12 @@ export async function collectBatch(
     for (const row of rows) {
       const event = JSON.parse(row.json) as CommittedEvent;
       rememberJson(event, row.json);
-      const judged = await judgeEvent(entry, event, actor.expressionBudget);
+      // Without a condition the judgement is synchronous: no promise and no await per event.
+      const judged = withCondition
+        ? await judgeEvent(entry, event, actor.expressionBudget)
+        : skippedBeforeCondition(entry, event)
+          ? 'skip'
+          : 'match';
       if (typeof judged === 'object') return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: judged.error };
       if (judged === 'match') {
         if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
