@@ -58,14 +58,33 @@ const copy = (i) =>
     idempotencyKey: `__rivulet:copy:["drain",3,null,"/bench/src","3b1f0c2e-1d2a-4c39-9a43-1f4a5b6c7d8e",${i}]`,
     source: { copiedFrom: [{ projectId: null, path: '/bench/src', streamId: '3b1f0c2e-1d2a-4c39-9a43-1f4a5b6c7d8e', streamCreatedAt: '2026-12-04T19:00:00.000Z', offset: i, type: 'bench/e', createdAt: '2026-12-04T20:00:00.000Z', subscriptionKey: 'drain', cursorChangedAtSourceOffset: 3 }] },
   });
+// A copy's text as the receiving stream builds it (core/copy-builder.ts splices the shared parts
+// and the source's stored fields): a string made by concatenation, which V8 flattens on its first
+// full read, whoever reads it. Fresh ones are made for every call (outside the timing), so that
+// cost is in the figure, as it is in the server.
+const SPLICED = 'spliced';
+const spliceParts = (() => {
+  const whole = copy(0);
+  const at = whole.indexOf('"idempotencyKey"');
+  return [whole.slice(0, at), whole.slice(at)];
+})();
 const TEXTS = {
   'event, 64 ASCII characters of text': Array.from({ length: 50 }, (_, i) => event(i, 'x'.repeat(64))),
   'copy of it (provenance, key)': Array.from({ length: 50 }, (_, i) => copy(i)),
   'event, 200 characters of mixed text': Array.from({ length: 50 }, (_, i) => event(i, 'héllo wörld € 😀 '.repeat(12))),
   'event, 100 KB of ASCII text': Array.from({ length: 50 }, (_, i) => event(i, 'y'.repeat(100_000))),
+  'copy, spliced (a fresh concatenation per call)': SPLICED,
 };
 
+/** `count` fresh spliced copy texts (distinct strings, not flattened yet). */
+function splicedTexts(count) {
+  const out = new Array(count);
+  for (let i = 0; i < count; i++) out[i] = `${spliceParts[0]}${i % 10}${spliceParts[1]}`;
+  return out;
+}
+
 for (const [label, texts] of Object.entries(TEXTS)) {
+  if (texts === SPLICED) continue;
   const expected = texts.map((t) => Buffer.byteLength(t, 'utf8'));
   for (const b of builds) texts.forEach((t, i) => {
     if (b.utf8Length(t) !== expected[i]) throw new Error(`${b.name}: utf8Length is wrong on ${label}`);
@@ -83,7 +102,26 @@ function measure(fn, texts, calls) {
 }
 
 console.log(`utf8Length A/B, ${ROUNDS} rounds, load at the start ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-for (const [label, texts] of Object.entries(TEXTS)) {
+for (const [label, given] of Object.entries(TEXTS)) {
+  if (given === SPLICED) {
+    const perBuild = builds.map(() => []);
+    const count = 20000;
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
+      for (const i of order) {
+        let ns = 0;
+        for (let pass = 0; pass < 10; pass++) {
+          const fresh = splicedTexts(count);
+          ns += measure(builds[i].utf8Length, fresh, count) / 10;
+          if (builds[i].utf8Length(fresh[0]) !== Buffer.byteLength(fresh[0], 'utf8')) throw new Error(`${builds[i].name}: utf8Length is wrong on ${label}`);
+        }
+        perBuild[i].push(ns);
+      }
+    }
+    report(label, spliceParts[0].length + 1 + spliceParts[1].length, perBuild);
+    continue;
+  }
+  const texts = given;
   const calls = Math.max(1000, Math.floor(CALLS / Math.max(1, texts[0].length / 200)));
   const perBuild = builds.map(() => []);
   for (const b of builds) measure(b.utf8Length, texts, Math.min(calls, 20000)); // warm-up
@@ -91,10 +129,14 @@ for (const [label, texts] of Object.entries(TEXTS)) {
     const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
     for (const i of order) perBuild[i].push(measure(builds[i].utf8Length, texts, calls));
   }
+  report(label, texts[0].length, perBuild);
+}
+
+function report(label, characters, perBuild) {
   const line = builds.map((b, i) => {
     const ns = median(perBuild[i]);
     const ratio = i === 0 ? '' : ` (${median(perBuild[i].map((x, r) => x / perBuild[0][r])).toFixed(2)}x)`;
     return `${b.name} ${ns >= 100 ? ns.toFixed(0) : ns.toFixed(1)} ns${ratio}`;
   });
-  console.log(`  ${label} (${texts[0].length} characters): ${line.join(', ')}`);
+  console.log(`  ${label} (${characters} characters): ${line.join(', ')}`);
 }
