@@ -6,12 +6,18 @@
  *
  *   format4   the unique index on (sid, idem): a stream's keys side by side
  *   format5   the same index on (idem, sid): keys side by side whatever their stream
+ *   deferred  a candidate, not the engine's: no key index on the events table. A fresh key is
+ *             looked up in an in-memory map of recent keys and in a key table (idem, sid) → ofs
+ *             WITHOUT ROWID, and appended to a recent-keys table (rowid order: its tail page only);
+ *             every --migrate-every commits one transaction moves the recent keys into the key
+ *             table sorted, where keys of one caller land together (bench/README "a key index
+ *             written in batches"). Its migrations are inside the figures.
  *
  * Each commit inserts --group events (default 25) into --streams streams (default 100) picked at
  * random, each with a fresh key, `seq` shaped ("c<client>-<n>", 50 clients, as bench/peers sends)
  * `uuid` shaped (random) or `time` shaped (time-ordered, as UUIDv7 and ULID are). Counts WAL frames per commit (the WAL is checkpointed between counts),
  * µs of CPU per append and database bytes per event; rounds alternate the layouts' order and the
- * table shows medians and format5 ÷ format4 ratios. `none` (no key at all, the index untouched) is
+ * table shows medians and format5 ÷ format4 and deferred ÷ format5 ratios. `none` (no key at all, the index untouched) is
  * the floor a key's cost is measured from.
  *
  * Each keyed row is written as the engine writes a fresh key: one `INSERT … ON CONFLICT DO NOTHING`
@@ -20,7 +26,7 @@
  *
  * --page-size: SQLite's page size for the run (the Node host uses SQLite's default, 4096).
  *
- *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3] [--lookup] [--page-size 4096]
+ *   node bench/peers/storage-layout.mjs [--events 50000] [--group 25] [--streams 100] [--rounds 3] [--lookup] [--page-size 4096] [--migrate-every 100]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -41,6 +47,7 @@ database bytes per event) under two layouts of the idempotency index, rounds int
   --rounds N      rounds, layouts in alternating order (default 3)
   --lookup        also SELECT each key before its INSERT (the engine until 2026-12-03)
   --page-size N   SQLite's page size, a power of two from 512 to 65536 (default 4096, the host's)
+  --migrate-every N  commits between two moves of the deferred layout's recent keys (default 100)
   -h, --help      this text`;
 
 let parsed;
@@ -53,6 +60,7 @@ try {
       rounds: { type: 'string', default: '3' },
       lookup: { type: 'boolean', default: false },
       'page-size': { type: 'string', default: '4096' },
+      'migrate-every': { type: 'string', default: '100' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -79,6 +87,7 @@ const GROUP = positive('group');
 const STREAMS = positive('streams');
 const ROUNDS = positive('rounds');
 const PAGE = positive('page-size');
+const MIGRATE_EVERY = positive('migrate-every');
 if (PAGE < 512 || PAGE > 65536 || (PAGE & (PAGE - 1)) !== 0) {
   console.error(`--page-size must be a power of two from 512 to 65536, not ${PAGE}`);
   process.exit(2);
@@ -94,6 +103,8 @@ const COMMON = [
 const LAYOUTS = {
   format4: `CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
   format5: `CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`,
+  deferred: `CREATE TABLE event_keys (idem TEXT NOT NULL, sid INTEGER NOT NULL, ofs INTEGER NOT NULL, PRIMARY KEY (idem, sid)) WITHOUT ROWID;
+    CREATE TABLE recent_keys (sid INTEGER NOT NULL, idem TEXT NOT NULL, ofs INTEGER NOT NULL)`,
 };
 
 function walBytes(file) {
@@ -116,10 +127,18 @@ function measure(layout, keyShape, seed) {
     db.pragma('wal_autocheckpoint = 0');
     for (const ddl of [TABLE, ...COMMON, LAYOUTS[layout]]) db.exec(ddl);
     const insert = db.prepare(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?)`);
-    const insertIfNew = db.prepare(
-      `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?) ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`,
-    );
-    const lookup = db.prepare(`SELECT body FROM events WHERE sid = ? AND idem = ?`);
+    const deferred = layout === 'deferred';
+    const insertIfNew = deferred
+      ? null
+      : db.prepare(
+          `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?) ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`,
+        );
+    const lookup = db.prepare(deferred ? `SELECT ofs FROM event_keys WHERE sid = ? AND idem = ?` : `SELECT body FROM events WHERE sid = ? AND idem = ?`);
+    const insertRecent = deferred ? db.prepare(`INSERT INTO recent_keys (sid, idem, ofs) VALUES (?, ?, ?)`) : null;
+    const migrate = deferred
+      ? [db.prepare(`INSERT INTO event_keys (idem, sid, ofs) SELECT idem, sid, ofs FROM recent_keys ORDER BY idem, sid`), db.prepare(`DELETE FROM recent_keys`)]
+      : [];
+    const recent = new Map();
     const begin = db.prepare('BEGIN');
     const commit = db.prepare('COMMIT');
     const heads = new Array(STREAMS).fill(0);
@@ -151,12 +170,24 @@ function measure(layout, keyShape, seed) {
       begin.run();
       for (const [sid, ofs, k, ms, body] of rows) {
         if (k === null) insert.run(sid, ofs, k, ms, body);
-        else if (values.lookup) {
+        else if (deferred) {
+          const mapKey = `${sid}\u0000${k}`;
+          if (recent.has(mapKey) || lookup.get(sid, k) !== undefined) throw new Error(`key ${k} taken twice`);
+          insert.run(sid, ofs, null, ms, body);
+          insertRecent.run(sid, k, ofs);
+          recent.set(mapKey, ofs);
+        } else if (values.lookup) {
           lookup.get(sid, k);
           insert.run(sid, ofs, k, ms, body);
         } else insertIfNew.run(sid, ofs, k, ms, body);
       }
       commit.run();
+      if (deferred && (commits + 1) % MIGRATE_EVERY === 0) {
+        begin.run();
+        for (const statement of migrate) statement.run();
+        commit.run();
+        recent.clear();
+      }
       const cpu = process.cpuUsage(cpu0);
       cpuUs += cpu.user + cpu.system;
       commits++;
@@ -183,14 +214,16 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(
   `${GROUP} appends per commit over ${STREAMS} streams at random, ${EVENTS} appends per run, medians of ${ROUNDS} rounds, ${values.lookup ? 'SELECT then INSERT' : 'INSERT … ON CONFLICT DO NOTHING'} per keyed row`,
 );
-console.log('keys | layout  | WAL frames/commit | µs CPU/append | db bytes/event');
+console.log('keys | layout   | WAL frames/commit | µs CPU/append | db bytes/event');
 const med = (layout, keyShape, field) => median(runs.filter((r) => r.layout === layout && r.keyShape === keyShape).map((r) => r[field]));
 for (const keyShape of KEY_SHAPES) {
   for (const layout of Object.keys(LAYOUTS)) {
     console.log(
-      `${keyShape.padEnd(4)} | ${layout} | ${med(layout, keyShape, 'framesPerCommit').toFixed(1).padStart(17)} | ${med(layout, keyShape, 'cpuUsPerAppend').toFixed(1).padStart(13)} | ${med(layout, keyShape, 'dbBytesPerEvent').toFixed(0).padStart(14)}`,
+      `${keyShape.padEnd(4)} | ${layout.padEnd(8)} | ${med(layout, keyShape, 'framesPerCommit').toFixed(1).padStart(17)} | ${med(layout, keyShape, 'cpuUsPerAppend').toFixed(1).padStart(13)} | ${med(layout, keyShape, 'dbBytesPerEvent').toFixed(0).padStart(14)}`,
     );
   }
-  const r = (field) => ratio(med('format5', keyShape, field), med('format4', keyShape, field)).toFixed(2);
-  console.log(`${keyShape.padEnd(4)} | 5 ÷ 4   | ${`${r('framesPerCommit')}x`.padStart(17)} | ${`${r('cpuUsPerAppend')}x`.padStart(13)} | ${`${r('dbBytesPerEvent')}x`.padStart(14)}`);
+  for (const [label, a, b] of [['5 ÷ 4   ', 'format5', 'format4'], ['def. ÷ 5', 'deferred', 'format5']]) {
+    const r = (field) => ratio(med(a, keyShape, field), med(b, keyShape, field)).toFixed(2);
+    console.log(`${keyShape.padEnd(4)} | ${label} | ${`${r('framesPerCommit')}x`.padStart(17)} | ${`${r('cpuUsPerAppend')}x`.padStart(13)} | ${`${r('dbBytesPerEvent')}x`.padStart(14)}`);
+  }
 }
