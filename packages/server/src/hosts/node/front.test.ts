@@ -307,7 +307,9 @@ describe('the connection front’s time limits and shutdown', () => {
   it('closes its connections when the server stops, an append in flight or not', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rivulet-front-'));
     try {
-      const server = await startNodeServer({ port: 0, data: dir, logger: { error: () => undefined } });
+      // The half-sent request holds the shutdown until the grace period ends (protocol §16.9): a
+      // short one, so the test does not wait the default 10 s for it.
+      const server = await startNodeServer({ port: 0, data: dir, logger: { error: () => undefined }, shutdownGraceMs: 500 });
       const idle = new Raw(server.port);
       idle.send(append('front/s', '{"type":"t/x"}'));
       await idle.answer();
