@@ -11,27 +11,16 @@
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseOptions, positiveInteger } from '../lib/options.mjs';
 
 const USAGE = 'usage: node bench/append/utf8-length-ab.mjs NAME=DIST [NAME=DIST …] [--rounds N] [--calls N]';
-let parsed;
-try {
-  parsed = parseArgs({
-    allowPositionals: true,
-    options: { rounds: { type: 'string', default: '7' }, calls: { type: 'string', default: '2000000' }, help: { type: 'boolean', short: 'h' } },
-  });
-} catch (error) {
-  console.error(`${error.message}\n${USAGE}`);
-  process.exit(2);
-}
-const { values, positionals } = parsed;
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const ROUNDS = Number(values.rounds);
-const CALLS = Number(values.calls);
-if (positionals.length === 0 || !Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS < 1) {
+const { values, positionals } = parseOptions(
+  { allowPositionals: true, options: { rounds: { type: 'string', default: '7' }, calls: { type: 'string', default: '2000000' } } },
+  USAGE,
+);
+const ROUNDS = positiveInteger(values, 'rounds');
+const CALLS = positiveInteger(values, 'calls');
+if (positionals.length === 0) {
   console.error(USAGE);
   process.exit(2);
 }

@@ -8,9 +8,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { CLI, procCpuMs, root, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { parseOptions, positiveInteger } from '../lib/options.mjs';
 import { call, fmtMs, fmtN, machineInfo, table, writeResult } from '../lib/report.mjs';
 import { prepareStreams } from './filtered.mjs';
 import { createNatsSources, createRivuletSubscriptions, rssMb, settleAndIdle } from './idle.mjs';
@@ -45,38 +45,32 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --no-write           do not write the JSON result file
   -h, --help           this text`;
 
-const { values: flags } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '1' },
-    duration: { type: 'string', default: '3' },
-    'redis-requests': { type: 'string', default: '150000' },
-    'copy-events': { type: 'string', default: '200000' },
-    'read-events': { type: 'string', default: '200000' },
-    'lag-rate': { type: 'string', default: '1000' },
-    'lag-seconds': { type: 'string', default: '6' },
-    'idle-streams': { type: 'string', default: '10000' },
-    'idle-seconds': { type: 'string', default: '30' },
-    'idle-wait': { type: 'string', default: '120' },
-    'nats-idle-streams': { type: 'string', default: '10000' },
-    'nats-idle-budget': { type: 'string', default: '120' },
-    only: { type: 'string' },
-    'ab-cli': { type: 'string' },
-    'no-install': { type: 'boolean', default: false },
-    out: { type: 'string' },
-    'no-write': { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
+const { values: flags } = parseOptions(
+  {
+    options: {
+      rounds: { type: 'string', default: '3' },
+      warmup: { type: 'string', default: '1' },
+      duration: { type: 'string', default: '3' },
+      'redis-requests': { type: 'string', default: '150000' },
+      'copy-events': { type: 'string', default: '200000' },
+      'read-events': { type: 'string', default: '200000' },
+      'lag-rate': { type: 'string', default: '1000' },
+      'lag-seconds': { type: 'string', default: '6' },
+      'idle-streams': { type: 'string', default: '10000' },
+      'idle-seconds': { type: 'string', default: '30' },
+      'idle-wait': { type: 'string', default: '120' },
+      'nats-idle-streams': { type: 'string', default: '10000' },
+      'nats-idle-budget': { type: 'string', default: '120' },
+      only: { type: 'string' },
+      'ab-cli': { type: 'string' },
+      'no-install': { type: 'boolean', default: false },
+      out: { type: 'string' },
+      'no-write': { type: 'boolean', default: false },
+    },
   },
-});
-if (flags.help) {
-  console.log(usage);
-  process.exit(0);
-}
-const positive = (name) => {
-  const n = Number(flags[name]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${flags[name]}`);
-  return n;
-};
+  usage,
+);
+const positive = (name) => positiveInteger(flags, name);
 const cfg = {
   rounds: positive('rounds'),
   warmupMs: Number(flags.warmup) * 1000,

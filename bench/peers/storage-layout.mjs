@@ -32,14 +32,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import { parseOptions, positiveInteger } from '../lib/options.mjs';
 import { median, ratio, roundOrder } from './verdict.mjs';
 
 const USAGE = `Usage: node bench/peers/storage-layout.mjs [options]
 
 What one group commit of keyed appends writes to SQLite (WAL frames per commit, µs CPU per append,
-database bytes per event) under two layouts of the idempotency index, rounds interleaved.
+database bytes per event) under three layouts of the idempotency index (format 4, format 5 and
+a candidate written in batches), rounds interleaved.
 
   --events N      appends per layout, key shape and round (default 50000)
   --group N       appends per commit (default 25)
@@ -50,9 +51,8 @@ database bytes per event) under two layouts of the idempotency index, rounds int
   --migrate-every N  commits between two moves of the deferred layout's recent keys (default 100)
   -h, --help      this text`;
 
-let parsed;
-try {
-  parsed = parseArgs({
+const { values } = parseOptions(
+  {
     options: {
       events: { type: 'string', default: '50000' },
       group: { type: 'string', default: '25' },
@@ -61,27 +61,11 @@ try {
       lookup: { type: 'boolean', default: false },
       'page-size': { type: 'string', default: '4096' },
       'migrate-every': { type: 'string', default: '100' },
-      help: { type: 'boolean', short: 'h', default: false },
     },
-  });
-} catch (error) {
-  console.error(`${error.message}\n\n${USAGE}`);
-  process.exit(2);
-}
-const { values } = parsed;
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-/** A whole number of at least 1 from option `name`, or a one-line refusal and exit 2. */
-function positive(name) {
-  const n = Number(values[name]);
-  if (!Number.isSafeInteger(n) || n < 1) {
-    console.error(`--${name} must be a whole number of at least 1, not "${values[name]}"`);
-    process.exit(2);
-  }
-  return n;
-}
+  },
+  USAGE,
+);
+const positive = (name) => positiveInteger(values, name);
 const EVENTS = positive('events');
 const GROUP = positive('group');
 const STREAMS = positive('streams');
