@@ -14,6 +14,8 @@ interface Running {
   startedAt: number;
   lastTest?: string;
   lastTestAt?: number;
+  /** The last test started has its result (the file is between tests, or in its hooks). */
+  lastTestEnded?: boolean;
 }
 
 export default class SummaryReporter implements Reporter {
@@ -31,6 +33,7 @@ export default class SummaryReporter implements Reporter {
     if (!entry) return;
     entry.lastTest = test.fullName;
     entry.lastTestAt = Date.now();
+    entry.lastTestEnded = false;
     this.writeProgress();
   }
 
@@ -38,6 +41,9 @@ export default class SummaryReporter implements Reporter {
     const state = test.result().state;
     if (state === 'passed') this.passed++;
     else if (state === 'failed') this.failed++;
+    const entry = this.running.get(test.module.id);
+    if (entry && entry.lastTest === test.fullName) entry.lastTestEnded = true;
+    this.writeProgress();
   }
 
   onTestModuleEnd(module: TestModule): void {

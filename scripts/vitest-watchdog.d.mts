@@ -2,10 +2,11 @@
 export interface Progress {
   passed: number;
   failed: number;
-  running: { file: string; project: string; startedAt: number; lastTest?: string; lastTestAt?: number }[];
+  running: { file: string; project: string; startedAt: number; lastTest?: string; lastTestAt?: number; lastTestEnded?: boolean }[];
 }
 export interface WatchdogOptions {
   fileLimitMs?: number;
+  testLimitMs?: number;
   runLimitMs?: number;
   pollMs?: number;
   log?: (line: string) => void;

@@ -5,7 +5,9 @@
  * cannot reach its own timeout, and vitest waits for that worker forever. The watchdog reads the
  * progress file that scripts/vitest-summary-reporter.ts keeps, names each file still running and
  * the test it started last, and stops the whole group when one file has run longer than
- * `fileLimitMs` or the run longer than `runLimitMs`. When vitest ends by itself, any process a test
+ * `fileLimitMs`, one test (the last its file started, while it has no result yet) longer than
+ * `testLimitMs` (off unless given: it suits only a run whose every test has a shorter
+ * timeout), or the run longer than `runLimitMs`. When vitest ends by itself, any process a test
  * left behind in the group is named and killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -28,6 +30,7 @@ export function readProgress(file) {
 export function runVitest(args, env, options = {}) {
   const fileLimitMs = options.fileLimitMs ?? 300_000;
   const runLimitMs = options.runLimitMs ?? 2_400_000;
+  const testLimitMs = options.testLimitMs ?? Infinity;
   const pollMs = options.pollMs ?? 5000;
   const log = options.log ?? ((line) => console.log(line));
   const started = Date.now();
@@ -44,9 +47,16 @@ export function runVitest(args, env, options = {}) {
     const now = Date.now();
     const { running } = readProgress(env.RIVULET_TEST_PROGRESS);
     const hung = running.some((r) => now - r.startedAt > fileLimitMs);
+    const testHung = running.some((r) => r.lastTestAt !== undefined && !r.lastTestEnded && now - r.lastTestAt > testLimitMs);
     const overRun = now - started > runLimitMs;
-    if (!hung && !overRun) return;
-    log(overRun ? `✘ the test run took over ${runLimitMs / 1000} s: stopping it` : `✘ a test file ran for over ${fileLimitMs / 1000} s: stopping the run`);
+    if (!hung && !testHung && !overRun) return;
+    log(
+      overRun
+        ? `✘ the test run took over ${runLimitMs / 1000} s: stopping it`
+        : hung
+          ? `✘ a test file ran for over ${fileLimitMs / 1000} s: stopping the run`
+          : `✘ a test ran for over ${testLimitMs / 1000} s: stopping the run`,
+    );
     for (const r of running) {
       const last = r.lastTest ? `; its last test started ${((now - r.lastTestAt) / 1000).toFixed(0)} s ago: ${r.lastTest}` : '; no test of it reported starting';
       log(`  still running [${r.project}] ${r.file} for ${((now - r.startedAt) / 1000).toFixed(0)} s${last}`);
