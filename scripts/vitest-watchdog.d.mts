@@ -6,7 +6,7 @@ export interface Progress {
 }
 export interface WatchdogOptions {
   fileLimitMs?: number;
-  testLimitMs?: number;
+  testLimitMs?: number | undefined;
   runLimitMs?: number;
   pollMs?: number;
   log?: (line: string) => void;
