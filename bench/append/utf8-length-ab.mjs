@@ -11,7 +11,9 @@
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { loadavg } from 'node:os';
 import { parseOptions, positiveInteger } from '../lib/options.mjs';
+import { median, roundOrder } from '../peers/verdict.mjs';
 
 const USAGE = 'usage: node bench/append/utf8-length-ab.mjs NAME=DIST [NAME=DIST …] [--rounds N] [--calls N]';
 const { values, positionals } = parseOptions(
@@ -49,83 +51,60 @@ const copy = (i) =>
   });
 // A copy's text as the receiving stream builds it (core/copy-builder.ts splices the shared parts
 // and the source's stored fields): a string made by concatenation, which V8 flattens on its first
-// full read, whoever reads it. Fresh ones are made for every call (outside the timing), so that
+// full read, whoever reads it. Fresh ones are made for every pass (outside the timing), so that
 // cost is in the figure, as it is in the server.
-const SPLICED = 'spliced';
-const spliceParts = (() => {
+const [spliceHead, spliceTail] = (() => {
   const whole = copy(0);
   const at = whole.indexOf('"idempotencyKey"');
   return [whole.slice(0, at), whole.slice(at)];
 })();
-const TEXTS = {
-  'event, 64 ASCII characters of text': Array.from({ length: 50 }, (_, i) => event(i, 'x'.repeat(64))),
-  'copy of it (provenance, key)': Array.from({ length: 50 }, (_, i) => copy(i)),
-  'event, 200 characters of mixed text': Array.from({ length: 50 }, (_, i) => event(i, 'héllo wörld € 😀 '.repeat(12))),
-  'event, 100 KB of ASCII text': Array.from({ length: 50 }, (_, i) => event(i, 'y'.repeat(100_000))),
-  'copy, spliced (a fresh concatenation per call)': SPLICED,
+const fixed = (texts) => ({ texts: () => texts, characters: texts[0].length });
+/** Each case: the texts of one pass (the same strings, or fresh ones), and their length. */
+const CASES = {
+  'event, 64 ASCII characters of text': fixed(Array.from({ length: 50 }, (_, i) => event(i, 'x'.repeat(64)))),
+  'copy of it (provenance, key)': fixed(Array.from({ length: 50 }, (_, i) => copy(i))),
+  'event, 200 characters of mixed text': fixed(Array.from({ length: 50 }, (_, i) => event(i, 'héllo wörld € 😀 '.repeat(12)))),
+  'event, 100 KB of ASCII text': fixed(Array.from({ length: 50 }, (_, i) => event(i, 'y'.repeat(100_000)))),
+  'copy, spliced (a fresh concatenation per call)': {
+    texts: () => Array.from({ length: 20_000 }, (_, i) => `${spliceHead}${i % 10}${spliceTail}`),
+    characters: spliceHead.length + 1 + spliceTail.length,
+    fresh: true,
+  },
 };
 
-/** `count` fresh spliced copy texts (distinct strings, not flattened yet). */
-function splicedTexts(count) {
-  const out = new Array(count);
-  for (let i = 0; i < count; i++) out[i] = `${spliceParts[0]}${i % 10}${spliceParts[1]}`;
-  return out;
-}
-
-for (const [label, texts] of Object.entries(TEXTS)) {
-  if (texts === SPLICED) continue;
-  const expected = texts.map((t) => Buffer.byteLength(t, 'utf8'));
-  for (const b of builds) texts.forEach((t, i) => {
-    if (b.utf8Length(t) !== expected[i]) throw new Error(`${b.name}: utf8Length is wrong on ${label}`);
-  });
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-function measure(fn, texts, calls) {
+/** ns per call of the build's utf8Length over `calls` calls on `texts` in turn, after checking it on one of them. */
+function measure(build, label, texts, calls) {
+  if (build.utf8Length(texts[1]) !== Buffer.byteLength(texts[1], 'utf8')) throw new Error(`${build.name}: utf8Length is wrong on ${label}`);
   let sink = 0;
   const t0 = process.hrtime.bigint();
-  for (let k = 0; k < calls; k++) sink += fn(texts[k % texts.length]);
+  for (let k = 0; k < calls; k++) sink += build.utf8Length(texts[k % texts.length]);
   const ns = Number(process.hrtime.bigint() - t0) / calls;
   if (sink === -1) console.log('');
   return ns;
 }
 
-console.log(`utf8Length A/B, ${ROUNDS} rounds, load at the start ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-for (const [label, given] of Object.entries(TEXTS)) {
-  if (given === SPLICED) {
-    const perBuild = builds.map(() => []);
-    const count = 20000;
-    for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
-      for (const i of order) {
-        let ns = 0;
-        for (let pass = 0; pass < 10; pass++) {
-          const fresh = splicedTexts(count);
-          ns += measure(builds[i].utf8Length, fresh, count) / 10;
-          if (builds[i].utf8Length(fresh[0]) !== Buffer.byteLength(fresh[0], 'utf8')) throw new Error(`${builds[i].name}: utf8Length is wrong on ${label}`);
-        }
-        perBuild[i].push(ns);
-      }
-    }
-    report(label, spliceParts[0].length + 1 + spliceParts[1].length, perBuild);
-    continue;
+/** One round's figure for a build: fresh texts are timed over ten passes, one call per text each. */
+function passFigure(build, label, c) {
+  if (!c.fresh) return measure(build, label, c.texts(), Math.max(1000, Math.floor(CALLS / Math.max(1, c.characters / 200))));
+  let ns = 0;
+  for (let pass = 0; pass < 10; pass++) {
+    const texts = c.texts();
+    ns += measure(build, label, texts, texts.length) / 10;
   }
-  const texts = given;
-  const calls = Math.max(1000, Math.floor(CALLS / Math.max(1, texts[0].length / 200)));
-  const perBuild = builds.map(() => []);
-  for (const b of builds) measure(b.utf8Length, texts, Math.min(calls, 20000)); // warm-up
-  for (let r = 0; r < ROUNDS; r++) {
-    const order = r % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
-    for (const i of order) perBuild[i].push(measure(builds[i].utf8Length, texts, calls));
-  }
-  report(label, texts[0].length, perBuild);
+  return ns;
 }
 
-function report(label, characters, perBuild) {
+console.log(`utf8Length A/B, ${ROUNDS} rounds, load at the start ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+for (const [label, c] of Object.entries(CASES)) {
+  for (const b of builds) passFigure(b, label, c); // warm-up
+  const perBuild = builds.map(() => []);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const i of roundOrder(builds.keys(), r)) perBuild[i].push(passFigure(builds[i], label, c));
+  }
   const line = builds.map((b, i) => {
     const ns = median(perBuild[i]);
     const ratio = i === 0 ? '' : ` (${median(perBuild[i].map((x, r) => x / perBuild[0][r])).toFixed(2)}x)`;
     return `${b.name} ${ns >= 100 ? ns.toFixed(0) : ns.toFixed(1)} ns${ratio}`;
   });
-  console.log(`  ${label} (${characters} characters): ${line.join(', ')}`);
+  console.log(`  ${label} (${c.characters} characters): ${line.join(', ')}`);
 }
