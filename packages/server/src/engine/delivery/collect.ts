@@ -25,6 +25,9 @@ export type Collected =
   | { kind: 'none'; scannedTo: number }
   | { kind: 'condition-error'; events: CommittedEvent[]; bytes: number; failingOffset: number; error: string };
 
+/** What judging an event answers: deliver it, pass over it, or the error its condition threw. */
+export type Judgement = 'skip' | 'match' | { error: string };
+
 /**
  * Whether a subscription delivers one durable event (protocol §12.3): its type, the copy
  * exclusions, then the JSONata condition; a condition that throws answers its error. Delivery
@@ -34,8 +37,12 @@ export async function judgeEvent(
   entry: OutboundEntry,
   event: CommittedEvent,
   budget: ExpressionBudget,
-): Promise<'skip' | 'match' | { error: string }> {
-  if (skippedBeforeCondition(entry, event)) return 'skip';
+): Promise<Judgement> {
+  return skippedBeforeCondition(entry, event) ? 'skip' : judgeCondition(entry, event, budget);
+}
+
+/** The JSONata condition's part of judgeEvent, for an event its type and exclusions let through. */
+async function judgeCondition(entry: OutboundEntry, event: CommittedEvent, budget: ExpressionBudget): Promise<Judgement> {
   try {
     return (await conditionMatches(entry.configuration.filter, event, budget)) ? 'match' : 'skip';
   } catch (error) {
@@ -83,12 +90,9 @@ export async function collectBatch(
     for (const row of rows) {
       const event = JSON.parse(row.json) as CommittedEvent;
       rememberJson(event, row.json);
-      // Without a condition the judgement is synchronous: no promise and no await per event.
-      const judged = withCondition
-        ? await judgeEvent(entry, event, actor.expressionBudget)
-        : skippedBeforeCondition(entry, event)
-          ? 'skip'
-          : 'match';
+      // judgeEvent in two steps, so that without a condition no promise is made and awaited per event.
+      let judged: Judgement = skippedBeforeCondition(entry, event) ? 'skip' : 'match';
+      if (judged === 'match' && withCondition) judged = await judgeCondition(entry, event, actor.expressionBudget);
       if (typeof judged === 'object') return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: judged.error };
       if (judged === 'match') {
         if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
