@@ -10,7 +10,7 @@ export interface WatchdogOptions {
   runLimitMs?: number;
   pollMs?: number;
   log?: (line: string) => void;
-  stdio?: 'inherit' | 'ignore' | 'pipe';
+  stdio?: import('node:child_process').StdioOptions;
   cwd?: string;
 }
 export interface WatchdogOutcome {
