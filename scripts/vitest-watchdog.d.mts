@@ -1,4 +1,6 @@
 // Types of scripts/vitest-watchdog.mjs, for the test that drives it.
+import type { StdioOptions } from 'node:child_process';
+
 export interface Progress {
   passed: number;
   failed: number;
@@ -10,7 +12,7 @@ export interface WatchdogOptions {
   runLimitMs?: number;
   pollMs?: number;
   log?: (line: string) => void;
-  stdio?: import('node:child_process').StdioOptions;
+  stdio?: StdioOptions;
   cwd?: string;
 }
 export interface WatchdogOutcome {
