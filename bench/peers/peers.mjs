@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { freePort, procCpuMs, startProgram, track } from '../lib/processes.mjs';
 import { parseRedisBenchmarkCsv } from './verdict.mjs';
 
-const DEBIAN = { 'redis-server': 'redis-server', 'redis-benchmark': 'redis-tools', 'redis-cli': 'redis-tools', 'nats-server': 'nats-server' };
+const DEBIAN = { 'redis-server': 'redis-server', 'redis-benchmark': 'redis-tools', 'redis-cli': 'redis-tools', 'nats-server': 'nats-server', wrk: 'wrk' };
 
 const onPath = (program) => spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
 

@@ -19,6 +19,7 @@ import { appendLoad, eventBody } from './load.mjs';
 import { catchUpRead, randomAfters, randomPagesRead, seededRandom } from './read-client.mjs';
 import { ensurePrograms, natsSourcingDrain, redisPreload, redisXadd, redisXrange, startNats, startRedis } from './peers.mjs';
 import { targetLines } from './targets.mjs';
+import { wrkPagesRead } from './wrk-read.mjs';
 import { median, roundOrder } from './verdict.mjs';
 
 const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers -- [options])
@@ -29,6 +30,7 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --redis-requests N   XADDs per Redis measurement with 50 clients (default 150000; x2 with 200)
   --copy-events N      events in the copy backlog drain (default 200000)
   --read-events N      events in the catch-up read stream (default 200000; the issue's is 1000000)
+  --wrk-seconds S      seconds of random pages read by wrk in the reads group (default 3)
   --lag-rate N         events per second into the source in the live lag group (default 1000)
   --lag-seconds S      seconds of publishing in the live lag group, the first one not measured (default 6)
   --idle-streams N     streams with one copy subscription each in the idle group (default 10000)
@@ -54,6 +56,7 @@ const { values: flags } = parseOptions(
       'redis-requests': { type: 'string', default: '150000' },
       'copy-events': { type: 'string', default: '200000' },
       'read-events': { type: 'string', default: '200000' },
+      'wrk-seconds': { type: 'string', default: '3' },
       'lag-rate': { type: 'string', default: '1000' },
       'lag-seconds': { type: 'string', default: '6' },
       'idle-streams': { type: 'string', default: '10000' },
@@ -78,6 +81,7 @@ const cfg = {
   redisRequests: positive('redis-requests'),
   copyEvents: positive('copy-events'),
   readEvents: positive('read-events'),
+  wrkSeconds: positive('wrk-seconds'),
   lagRate: positive('lag-rate'),
   lagSeconds: positive('lag-seconds'),
   idleStreams: positive('idle-streams'),
@@ -99,6 +103,7 @@ const TOY = join(root, 'bench', 'peers', 'toy-server.mjs');
 const skips = {};
 const redisSkip = ensurePrograms(['redis-server', 'redis-benchmark', 'redis-cli'], !flags['no-install']);
 const natsSkip = ensurePrograms(['nats-server'], !flags['no-install']);
+const wrkSkip = ensurePrograms(['wrk'], !flags['no-install']);
 let natsClientSkip = null;
 try {
   await import('nats');
@@ -200,6 +205,19 @@ const rivuletReadPages = (kind) => (label) =>
     return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent, readerCpuUsPerEvent: (r.readerCpuMs * 1000) / r.events };
   });
 
+/**
+ * The same random full pages read by wrk, a C client like redis-benchmark (wrk-read.mjs), for
+ * `--wrk-seconds`: the server's work without the Node reader's CPU on the same two cores.
+ */
+const rivuletReadWrk = (kind) => (label) =>
+  withServer(kind, label, async (server) => {
+    await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
+    const cpu0 = procCpuMs(server.child.pid);
+    const seed = Number(/-r(\d+)$/.exec(label)[1]) + 1;
+    const r = await wrkPagesRead({ url: server.url, path: '/v1/streams/bench/read', firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, seconds: cfg.wrkSeconds, seed });
+    return { eventsPerSec: r.eventsPerSec, cpuUsPerEvent: ((procCpuMs(server.child.pid) - cpu0) * 1000) / (r.pages * cfg.page) };
+  });
+
 const redisRead = (label) =>
   withServer('redis', label, async (redis) => {
     await redisPreload(redis, cfg.readEvents, BODY);
@@ -283,8 +301,15 @@ const GROUPS = {
   reads: [
     ['rivulet-read-pages', rivuletReadPages('rivulet'), null],
     ['redis-xrange', redisRead, redisOff],
+    ['rivulet-read-wrk', rivuletReadWrk('rivulet'), wrkSkip],
     ['rivulet-read', rivuletRead('rivulet'), null],
-    ...(flags['ab-cli'] ? [['rivulet-ab-read-pages', rivuletReadPages('rivulet-ab'), null], ['rivulet-ab-read', rivuletRead('rivulet-ab'), null]] : []),
+    ...(flags['ab-cli']
+      ? [
+          ['rivulet-ab-read-wrk', rivuletReadWrk('rivulet-ab'), wrkSkip],
+          ['rivulet-ab-read-pages', rivuletReadPages('rivulet-ab'), null],
+          ['rivulet-ab-read', rivuletRead('rivulet-ab'), null],
+        ]
+      : []),
   ],
   subs: [
     ['rivulet-subs10', filteredAppends(10), null],

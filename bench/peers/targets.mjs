@@ -60,20 +60,24 @@ export function targetLines(s, { abCli = false, groups }) {
     );
   }
   if (on('reads')) {
-    // The verdict on the pair of one shape: one client, the same count of full pages from random
-    // offsets (bench/README "catch-up reads (reads group)"); the one-pass read is reported beside it.
-    const reads = ratio(s('rivulet-read-pages', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'));
-    const cpu = ratio(s('rivulet-read-pages', 'cpuUsPerEvent'), s('redis-xrange', 'cpuUsPerEvent'));
+    // The verdict on the pair of one shape and one kind of client: random full pages read one at a
+    // time by a C client, wrk against Rivulet, redis-benchmark against Redis (bench/README "catch-up
+    // reads (reads group)"); the Node reader of the same shape and the one-pass read beside it.
+    const reads = ratio(s('rivulet-read-wrk', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'));
+    const cpu = ratio(s('rivulet-read-wrk', 'cpuUsPerEvent'), s('redis-xrange', 'cpuUsPerEvent'));
+    const nodeReader = ratio(s('rivulet-read-pages', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'));
     const onePass = ratio(s('rivulet-read', 'eventsPerSec'), s('redis-xrange', 'eventsPerSec'));
     lines.push(
       ['catch-up reads, pages of 500 from random offsets >= 1.0x Redis XRANGE', fmtX(reads), verdict(reads, '>=', 1)],
       ['  ... server CPU per event, Rivulet ÷ Redis', fmtX(cpu), 'INFO'],
+      ['  ... the same pages read by the Node reader (its CPU on the same cores) ÷ Redis', fmtX(nodeReader), 'INFO'],
       ['  ... one sequential pass on a fresh server (another shape) ÷ Redis', fmtX(onePass), 'INFO'],
     );
     if (abCli) {
       const ab = (mine, other) => `${fmtX(ratio(s(mine, 'eventsPerSec'), s(other, 'eventsPerSec')))}, ${fmtX(ratio(s(mine, 'cpuUsPerEvent'), s(other, 'cpuUsPerEvent')))}`;
       lines.push(
-        ['  ... this build ÷ --ab-cli build, random pages: events read/s, CPU per event', ab('rivulet-read-pages', 'rivulet-ab-read-pages'), 'INFO'],
+        ['  ... this build ÷ --ab-cli build, random pages by wrk: events read/s, CPU per event', ab('rivulet-read-wrk', 'rivulet-ab-read-wrk'), 'INFO'],
+        ['  ... this build ÷ --ab-cli build, random pages by the Node reader: events read/s, CPU per event', ab('rivulet-read-pages', 'rivulet-ab-read-pages'), 'INFO'],
         ['  ... this build ÷ --ab-cli build, one pass: events read/s, CPU per event', ab('rivulet-read', 'rivulet-ab-read'), 'INFO'],
       );
     }
