@@ -14,6 +14,7 @@ import { headerReader } from './request-headers.js';
 import { answerResponse, consoleLogger, errorAnswer, errorResponse, rivuletErrorResponse, type ErrorLogger } from './errors.js';
 import { buildOpenApi, coreOperations, type OpenApiOperation } from './openapi.js';
 import { JSON_TYPE, appendAnswerer, hooksOf } from './append-route.js';
+import { plainReadTarget, readAnswerer } from './read-route.js';
 import type { AnswerHeaders, AnsweredRequest, RequestHooks } from './request-hooks.js';
 import {
   handleListRequest,
@@ -122,6 +123,7 @@ export function createApp(options: AppOptions): Hono {
   const { metrics, maxBodyBytes } = options;
   const hooks = hooksOf({ ...options, logger });
   const answerAppend = appendAnswerer({ service: options.service, tokens: options.tokens, maxBodyBytes, logger, hooks });
+  const answerRead = readAnswerer({ service: options.service, tokens: options.tokens, logger, hooks });
   const answerDurableStreams = options.durableStreams?.handle ?? durableStreamsHandler({
     service: options.service,
     tokens: options.tokens,
@@ -148,6 +150,17 @@ export function createApp(options: AppOptions): Hono {
       c.res = new Response(answer.text, { status: answer.status, headers: { 'content-type': JSON_TYPE } });
       if (answer.headers !== undefined) addFields(c, answer.headers);
       return;
+    }
+    if (isStream && c.req.method === 'GET') {
+      // A plain page read: the read route decides, and tells the hooks, itself (read-route.ts).
+      const target = plainReadTarget(rawPath + new URL(c.req.url).search);
+      if (target !== undefined) {
+        const answer = await answerRead(target, headerReader(c.req.raw, incomingOf(c)), started);
+        const type = answer.contentType === undefined ? JSON_TYPE : answer.contentType;
+        c.res = new Response(type === null ? null : answer.text, { status: answer.status, headers: type === null ? {} : { 'content-type': type } });
+        if (answer.headers !== undefined) addFields(c, answer.headers);
+        return;
+      }
     }
     let route = `${c.req.method} ${isStream ? '/v1/streams/{invalid}' : c.req.routePath}`;
     let errorCode: ErrorCode | undefined;

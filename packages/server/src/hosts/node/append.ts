@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_TYPE, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
 import { ClientAborted, type ErrorLogger } from '../../http/errors.js';
+import { plainReadTarget, type ReadAnswerer } from '../../http/read-route.js';
 import { plainHeaders } from '../../http/request-headers.js';
 
 export { appendAnswerer, JSON_TYPE, type AppendAnswer, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';
@@ -50,8 +51,8 @@ function send(outgoing: ServerResponse, { status, text, headers, contentType }: 
     // A flat list keeps every field the hooks gave, in order, like the front writes them.
     const type = contentType === undefined ? JSON_TYPE : contentType;
     const fields = type === null ? [] : ['content-type', type];
-    // node:http itself leaves the length off a 204.
-    if (status !== 204) fields.push('content-length', String(length));
+    // node:http itself leaves the length off a 204 and a 304 (a page read's, read-route.ts).
+    if (status !== 204 && status !== 304) fields.push('content-length', String(length));
     for (const [name, value] of headers ?? []) fields.push(name, value);
     outgoing.writeHead(status, fields);
   }
@@ -86,6 +87,37 @@ export function nativeAppend(
       })
       .catch((error: unknown) => {
         logger.error('rivulet: answering an append failed', error);
+        outgoing.destroy();
+      });
+    return true;
+  };
+}
+
+/**
+ * Answers a listener that takes a request when it is a plain page read (http/read-route.ts; and
+ * returns true), or leaves it alone (returns false) for the app: a HEAD, a body, an unusual Host, a
+ * filter or any other query go to the app, which judges them as before.
+ */
+export function nativeRead(answer: ReadAnswerer, logger: ErrorLogger): (incoming: IncomingMessage, outgoing: ServerResponse) => boolean {
+  return (incoming, outgoing) => {
+    const url = incoming.url;
+    if (
+      incoming.method !== 'GET' ||
+      url === undefined ||
+      incoming.headers['content-length'] !== undefined ||
+      incoming.headers['transfer-encoding'] !== undefined ||
+      !isPlainHost(incoming.headers.host ?? '')
+    ) {
+      return false;
+    }
+    const target = plainReadTarget(url);
+    if (target === undefined) return false;
+    answer(target, plainHeaders(incoming.headers), performance.now())
+      .then((reply) => {
+        if (!outgoing.destroyed) send(outgoing, reply);
+      })
+      .catch((error: unknown) => {
+        logger.error('rivulet: answering a read failed', error);
         outgoing.destroy();
       });
     return true;

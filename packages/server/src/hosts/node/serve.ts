@@ -41,7 +41,8 @@ import { rootItx } from '../../rpc/itx-port.js';
 import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { nodeAssets } from './assets.js';
-import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend, type AppendAnswerer } from './append.js';
+import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend, nativeRead, type AppendAnswerer } from './append.js';
+import { readAnswerer } from '../../http/read-route.js';
 import { DEFAULT_LONG_POLL_TIMEOUT_MS, durableStreams, isDsAppendTarget } from '../../http/durable-streams/routes.js';
 import { attachFront } from './front.js';
 import { trackHttp } from './drain.js';
@@ -294,9 +295,11 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     (isDsAppendTarget(url) ? durable.answerAppend : answerPlainAppend)(url, headers, body, started);
   const isFastTarget = (url: string) => isPlainAppendTarget(url) || isDsAppendTarget(url);
   const appendNatively = nativeAppend(answerAppend, logger, isFastTarget);
+  // Plain page reads too (http/read-route.ts), with the answer the app would give.
+  const readNatively = nativeRead(readAnswerer({ service, tokens, logger, hooks }), logger);
   const server = createServer((incoming, outgoing) => {
     if (!http.admit(outgoing)) return;
-    if (!appendNatively(incoming, outgoing)) void listener(incoming, outgoing);
+    if (!appendNatively(incoming, outgoing) && !readNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
   // What node:http is answering, so that a shutdown answers it before it closes (drain.ts).
   const http = trackHttp(server);
