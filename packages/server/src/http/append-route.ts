@@ -15,7 +15,7 @@ import { authenticate, type TokenTable } from './auth.js';
 import { checkDeclaredLength, decodeBody, parseJsonText, requireJsonContentType, tooLarge } from './body.js';
 import { errorAnswer, type ErrorLogger } from './errors.js';
 import type { HeaderReader } from './request-headers.js';
-import { composeRequestHooks, metricsHook, type AnswerHeaders, type AnswerInPlace, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
+import { composeRequestHooks, metricsHook, reportAnswer, type AnswerHeaders, type AnswerInPlace, type AnsweredRequest, type RequestHooks } from './request-hooks.js';
 import { parseStreamAddress } from './stream-url.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
@@ -73,7 +73,7 @@ interface MutableAnswer extends AnswerInPlace {
 
 export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
   const { service, tokens, maxBodyBytes, logger } = options;
-  const { onAnswered, answerHeaders } = hooksOf(options);
+  const hooks = hooksOf(options);
   return async (url, headers, body, started) => {
     let route = INVALID_ROUTE;
     let status: number;
@@ -106,8 +106,7 @@ export function appendAnswerer(options: AppendRouteOptions): AppendAnswerer {
       text,
       headers: undefined,
     };
-    if (answerHeaders !== undefined) answer.headers = answerHeaders(answer, headers);
-    onAnswered(answer);
+    reportAnswer(hooks, answer, headers);
     return answer;
   };
 }

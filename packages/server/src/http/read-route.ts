@@ -17,10 +17,9 @@ import type { StreamService } from '../engine/service.js';
 import { JSON_TYPE, hooksOf, type AppendAnswer } from './append-route.js';
 import { authenticate, type TokenTable } from './auth.js';
 import { errorAnswer, type ErrorLogger } from './errors.js';
-import { noneMatch, pageTag } from './page-tag.js';
 import type { HeaderReader } from './request-headers.js';
-import type { AnswerHeaders, AnswerInPlace, RequestHooks } from './request-hooks.js';
-import { pageText, plainReadQuery } from './stream-routes.js';
+import { reportAnswer, type AnswerHeaders, type AnswerInPlace, type RequestHooks } from './request-hooks.js';
+import { pageAnswer, pageRead, plainReadQuery } from './stream-routes.js';
 import { parseStreamAddress } from './stream-url.js';
 
 export const READ_ROUTE = 'GET /v1/streams/{path}';
@@ -85,31 +84,21 @@ interface MutableAnswer extends AnswerInPlace {
 
 export function readAnswerer(options: ReadRouteOptions): ReadAnswerer {
   const { service, tokens, logger } = options;
-  const { onAnswered, answerHeaders } = hooksOf(options);
+  const hooks = hooksOf(options);
   return async (target, headers, started) => {
     let route = INVALID_ROUTE;
-    let status = 200;
-    let text = '';
-    let contentType: string | null = JSON_TYPE;
+    let status: number;
+    let text: string;
     let tag: string | undefined;
     let errorCode: ErrorCode | undefined;
     try {
       const address = parseStreamAddress(target.path);
       route = READ_ROUTE;
       const principal = authenticate(headers, tokens);
-      const q = target.query;
-      const page = { afterOffset: q.afterOffset ?? 0, beforeOffset: q.beforeOffset, limit: q.limit ?? 500, includeEphemeral: false, eventTypes: undefined, joined: true };
-      const result = await service.read(principal.projectId, address.path, page);
-      const joined = result.joined!;
-      tag = pageTag({ streamId: result.streamId, streamMaxOffset: result.streamMaxOffset, count: joined.count, first: joined.first, last: joined.last }, page);
-      if (tag !== undefined && noneMatch(headers.get('if-none-match'), tag)) {
-        status = 304;
-        contentType = null;
-      } else text = pageText(result.streamId, result.streamMaxOffset, joined.json);
+      const page = pageRead(target.query, false, undefined);
+      ({ status, text, tag } = pageAnswer(await service.read(principal.projectId, address.path, page), page, headers.get('if-none-match')));
     } catch (error) {
-      tag = undefined;
       ({ status, text, code: errorCode } = errorAnswer(error, logger, route));
-      if (text === '') contentType = null;
     }
     const answer: MutableAnswer = {
       method: 'GET',
@@ -119,12 +108,10 @@ export function readAnswerer(options: ReadRouteOptions): ReadAnswerer {
       errorCode,
       text,
       headers: undefined,
-      contentType,
+      // A 304 and an answer without a body (a client that went away) carry no content type.
+      contentType: text === '' ? null : JSON_TYPE,
     };
-    const added = answerHeaders === undefined ? undefined : answerHeaders(answer, headers);
-    if (tag !== undefined) answer.headers = added === undefined ? [['etag', tag]] : [['etag', tag], ...added];
-    else answer.headers = added;
-    onAnswered(answer);
+    reportAnswer(hooks, answer, headers, tag === undefined ? undefined : [['etag', tag]]);
     return answer;
   };
 }

@@ -78,6 +78,21 @@ function writable(fields: AnswerHeaders): boolean {
 
 export const noRequestHooks: RequestHooks = { onAnswered: () => undefined, answerHeaders: undefined, preflight: undefined };
 
+/**
+ * Tells `hooks` of an answer an entrance decided itself (the append and read routes): the hooks'
+ * fields go into `answer.headers` after the answer's own (`own`), then `onAnswered` is called.
+ */
+export function reportAnswer(
+  hooks: RequestHooks,
+  answer: AnsweredRequest & { headers: AnswerHeaders | undefined },
+  request: HeaderReader,
+  own?: AnswerHeaders,
+): void {
+  const added = hooks.answerHeaders === undefined ? undefined : hooks.answerHeaders(answer, request);
+  answer.headers = own === undefined ? added : added === undefined ? own : [...own, ...added];
+  hooks.onAnswered(answer);
+}
+
 export function composeRequestHooks(hooks: readonly RequestHook[], logger: ErrorLogger): RequestHooks {
   const observers = hooks.flatMap((h) => (h.onAnswered ? [h.onAnswered.bind(h)] : []));
   const headerers = hooks.flatMap((h) => (h.answerHeaders ? [h.answerHeaders.bind(h)] : []));

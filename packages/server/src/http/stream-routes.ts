@@ -61,15 +61,34 @@ export function pageText(streamId: string | null, streamMaxOffset: number, event
   return `{"streamId":${JSON.stringify(streamId)},"streamMaxOffset":${streamMaxOffset},"events":[${eventsJson}]}`;
 }
 
-/** A read page (protocol §5.1), with its tag when it can no longer change, or 304 (§5.3). */
-function readResponse(result: ReadRawResult, query: PageQuery, ifNoneMatch: string | null): Response {
+/** The page a read query asks for (protocol §5.1): its defaults applied, joined by the store. */
+export function pageRead(
+  q: { afterOffset?: number | undefined; beforeOffset?: number | undefined; limit?: number | undefined },
+  includeEphemeral: boolean,
+  eventTypes: string[] | undefined,
+) {
+  return { afterOffset: q.afterOffset ?? 0, beforeOffset: q.beforeOffset, limit: q.limit ?? 500, includeEphemeral, eventTypes, joined: true };
+}
+
+/**
+ * A read page's answer (protocol §5.1, §5.3): `200` with its text, or `304` when `If-None-Match`
+ * names its tag; `tag` is the page's while it can no longer change, else undefined.
+ */
+export function pageAnswer(result: ReadRawResult, query: PageQuery, ifNoneMatch: string | null): { status: 200 | 304; text: string; tag: string | undefined } {
   const joined = result.joined!;
   const summary = { streamId: result.streamId, streamMaxOffset: result.streamMaxOffset, count: joined.count, first: joined.first, last: joined.last };
   const tag = pageTag(summary, query);
-  if (tag !== undefined && noneMatch(ifNoneMatch, tag)) return new Response(null, { status: 304, headers: { etag: tag } });
+  if (tag !== undefined && noneMatch(ifNoneMatch, tag)) return { status: 304, text: '', tag };
+  return { status: 200, text: pageText(result.streamId, result.streamMaxOffset, joined.json), tag };
+}
+
+/** A read page as a Response: its tag when it can no longer change, or 304. */
+function readResponse(result: ReadRawResult, query: PageQuery, ifNoneMatch: string | null): Response {
+  const { status, text, tag } = pageAnswer(result, query, ifNoneMatch);
+  if (status === 304) return new Response(null, { status: 304, headers: { etag: tag! } });
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
   if (tag !== undefined) headers.etag = tag;
-  return new Response(pageText(result.streamId, result.streamMaxOffset, joined.json), { status: 200, headers });
+  return new Response(text, { status: 200, headers });
 }
 
 /**
@@ -201,14 +220,7 @@ export async function handleStreamRequest(
           options.sse,
         );
       }
-      const page = {
-        afterOffset: q.afterOffset ?? 0,
-        beforeOffset: q.beforeOffset,
-        limit: q.limit ?? 500,
-        includeEphemeral: q.includeEphemeral === 'true',
-        eventTypes,
-        joined: true,
-      };
+      const page = pageRead(q, q.includeEphemeral === 'true', eventTypes);
       return readResponse(await service.read(projectId, address.path, page), page, headers.get('if-none-match'));
     }
     case 'DELETE': {

@@ -59,6 +59,18 @@ function send(outgoing: ServerResponse, { status, text, headers, contentType }: 
   outgoing.end(text);
 }
 
+/** Writes the answer a route decides, unless the client went away meanwhile; a route that fails (it never should) ends the connection. */
+function sendWhenDecided(outgoing: ServerResponse, reply: Promise<AppendReply>, logger: ErrorLogger, what: string): void {
+  reply
+    .then((decided) => {
+      if (!outgoing.destroyed) send(outgoing, decided);
+    })
+    .catch((error: unknown) => {
+      logger.error(`rivulet: answering ${what} failed`, error);
+      outgoing.destroy();
+    });
+}
+
 /**
  * Answers a listener that takes a request when it is a plain append (and returns true), or leaves
  * it alone (returns false) for the app.
@@ -81,14 +93,7 @@ export function nativeAppend(
     ) {
       return false;
     }
-    answer(url, plainHeaders(incoming.headers), () => readBody(incoming), performance.now())
-      .then((reply) => {
-        if (!outgoing.destroyed) send(outgoing, reply);
-      })
-      .catch((error: unknown) => {
-        logger.error('rivulet: answering an append failed', error);
-        outgoing.destroy();
-      });
+    sendWhenDecided(outgoing, answer(url, plainHeaders(incoming.headers), () => readBody(incoming), performance.now()), logger, 'an append');
     return true;
   };
 }
@@ -112,14 +117,7 @@ export function nativeRead(answer: ReadAnswerer, logger: ErrorLogger): (incoming
     }
     const target = plainReadTarget(url);
     if (target === undefined) return false;
-    answer(target, plainHeaders(incoming.headers), performance.now())
-      .then((reply) => {
-        if (!outgoing.destroyed) send(outgoing, reply);
-      })
-      .catch((error: unknown) => {
-        logger.error('rivulet: answering a read failed', error);
-        outgoing.destroy();
-      });
+    sendWhenDecided(outgoing, answer(target, plainHeaders(incoming.headers), performance.now()), logger, 'a read');
     return true;
   };
 }
