@@ -49,6 +49,31 @@ export function track(child) {
   return child;
 }
 
+/**
+ * Runs a program to its end (tracked, killed after `timeoutMs`) and resolves what it printed on
+ * stdout and stderr; rejects when it cannot start or exits other than 0, with the start of it.
+ */
+export function runToEnd(command, args, timeoutMs) {
+  const child = track(spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`${command} exited ${code ?? signal}: ${out.slice(0, 300)}`));
+    });
+  });
+}
+
 const CLK_TCK = 100; // Linux USER_HZ
 export function procCpuMs(pid, withChildren = false) {
   try {

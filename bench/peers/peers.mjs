@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { freePort, procCpuMs, startProgram, track } from '../lib/processes.mjs';
+import { freePort, procCpuMs, runToEnd, startProgram, track } from '../lib/processes.mjs';
 import { parseRedisBenchmarkCsv } from './verdict.mjs';
 
 const DEBIAN = { 'redis-server': 'redis-server', 'redis-benchmark': 'redis-tools', 'redis-cli': 'redis-tools', 'nats-server': 'nats-server', wrk: 'wrk' };
@@ -47,25 +47,8 @@ export async function startRedis(dir) {
 }
 
 /** Runs redis-benchmark as a tracked child (killed with the others on exit), bounded by `timeoutMs`. */
-function redisBenchmark(port, args, timeoutMs) {
-  const child = track(spawn('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '--csv', ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  child.stdout.on('data', (c) => (out += c));
-  child.stderr.on('data', (c) => (out += c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`redis-benchmark exited ${code ?? signal}: ${out.slice(0, 300)}`));
-      try {
-        resolve(parseRedisBenchmarkCsv(out));
-      } catch (error) {
-        reject(error);
-      }
-    });
-  });
+async function redisBenchmark(port, args, timeoutMs) {
+  return parseRedisBenchmarkCsv(await runToEnd('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '--csv', ...args], timeoutMs));
 }
 
 /** `clients` redis-benchmark connections XADDing `requests` ~150-byte entries over 100 streams. */

@@ -186,6 +186,9 @@ const rivuletRead = (kind) => (label) =>
     return { eventsPerSec: r.events / r.seconds, cpuUsPerEvent, readerCpuUsPerEvent: (r.readerCpuMs * 1000) / r.events };
   });
 
+/** A random seed of the round a label names ("…-r2"), so that every build of a round reads the same pages. */
+const roundSeed = (label) => Number(/-r(\d+)$/.exec(label)[1]) + 1;
+
 // At least 2000 pages: redis-benchmark counts its time in whole milliseconds, and a few hundred
 // pages take only a few of them. rivulet-read-pages reads as many.
 const readPages = () => Math.max(Math.ceil(cfg.readEvents / cfg.page), 2000);
@@ -198,7 +201,7 @@ const readPages = () => Math.max(Math.ceil(cfg.readEvents / cfg.page), 2000);
 const rivuletReadPages = (kind) => (label) =>
   withServer(kind, label, async (server) => {
     await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
-    const afters = randomAfters({ firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, pages: readPages(), random: seededRandom(Number(/-r(\d+)$/.exec(label)[1]) + 1) });
+    const afters = randomAfters({ firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, pages: readPages(), random: seededRandom(roundSeed(label)) });
     const cpu0 = procCpuMs(server.child.pid);
     const r = await randomPagesRead({ url: server.url, path: '/v1/streams/bench/read', afters, page: cfg.page });
     const cpuUsPerEvent = ((procCpuMs(server.child.pid) - cpu0) * 1000) / r.events;
@@ -213,8 +216,7 @@ const rivuletReadWrk = (kind) => (label) =>
   withServer(kind, label, async (server) => {
     await preloadRivulet(server.url, '/bench/read', cfg.readEvents);
     const cpu0 = procCpuMs(server.child.pid);
-    const seed = Number(/-r(\d+)$/.exec(label)[1]) + 1;
-    const r = await wrkPagesRead({ url: server.url, path: '/v1/streams/bench/read', firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, seconds: cfg.wrkSeconds, seed });
+    const r = await wrkPagesRead({ url: server.url, path: '/v1/streams/bench/read', firstOffset: 1, lastOffset: cfg.readEvents + 1, page: cfg.page, seconds: cfg.wrkSeconds, seed: roundSeed(label) });
     return { eventsPerSec: r.eventsPerSec, cpuUsPerEvent: ((procCpuMs(server.child.pid) - cpu0) * 1000) / (r.pages * cfg.page) };
   });
 

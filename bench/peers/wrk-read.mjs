@@ -10,11 +10,10 @@
  * counts as bad and fails the run. wrk runs for a
  * fixed time (its main thread sleeps for `-d`), so the figure is pages per second of that time.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { track } from '../lib/processes.mjs';
+import { runToEnd } from '../lib/processes.mjs';
 
 /** The Lua script: random full pages of `page` after offsets `first - 1 … first - 2 + span`. */
 export function wrkReadScript({ path, firstOffset, span, page, seed }) {
@@ -63,7 +62,7 @@ export async function wrkPagesRead({ url, path, firstOffset, lastOffset, page, s
   try {
     const script = join(dir, 'read.lua');
     writeFileSync(script, wrkReadScript({ path, firstOffset, span, page, seed }));
-    const out = await run('wrk', ['-t1', '-c1', `-d${seconds}s`, '--timeout', '10s', '-s', script, url], (seconds + 30) * 1000);
+    const out = await runToEnd('wrk', ['-t1', '-c1', `-d${seconds}s`, '--timeout', '10s', '-s', script, url], (seconds + 30) * 1000);
     const line = out.split('\n').find((l) => l.startsWith('WRK '));
     if (!line) throw new Error(`wrk printed no summary:\n${out}`);
     const r = JSON.parse(line.slice(4));
@@ -75,23 +74,4 @@ export async function wrkPagesRead({ url, path, firstOffset, lastOffset, page, s
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function run(command, args, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const child = track(spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${command} ended with ${signal ?? `code ${code}`}:\n${out}`));
-    });
-  });
 }
