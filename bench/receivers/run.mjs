@@ -15,8 +15,9 @@
  *
  * webhook-post: the same source gets 1 and then 20 webhook subscriptions to a receiver process
  * that answers 204; deliveries/s over the catch-up. Baseline: a bare loop of the same number of
- * POSTs of the same size to the same receiver, one after another, from a process of its own that
- * starts with each round (bare-post.mjs), as cold as the server.
+ * POSTs of the same size, one after another, from a process of its own that starts with each round
+ * (bare-post.mjs), as cold as the server, to a receiver process of its own started with the
+ * server's, as cold as the one the server posts to.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -173,7 +174,11 @@ async function itxRound(round, impl) {
 
 async function webhookRound(round, subscriptions, impl) {
   const server = await startServer(serverArgs(impl, `webhook-${subscriptions}-r${round}`, freshDir(`${impl}-webhook-${subscriptions}-r${round}`)), impl);
+  // Each side posts to a receiver of its own, both started now: the server's deliveries would
+  // otherwise warm the one receiver that the bare loop then posts to (bench/README.md "a receiver
+  // each").
   const receiver = await startChild(RECEIVER, [], 'webhook receiver');
+  const bareReceiver = await startChild(RECEIVER, [], 'bare loop receiver');
   // The receiver prints "HIT <path> <n> <ms>" per request, except for the baseline's.
   const hitsOf = (prefix) => {
     let counted = 0;
@@ -185,12 +190,13 @@ async function webhookRound(round, subscriptions, impl) {
   };
   // Baseline: a bare loop of POSTs of about the same size (one subscription's worth), in a process
   // of its own started with the server, so that both start cold (or both warm, with --warmup).
-  const bare = await startLineChild(BARE, [`${receiver.url}/baseline`], 'bare POST loop', { stdin: true });
+  const bare = await startLineChild(BARE, [`${bareReceiver.url}/baseline`], 'bare POST loop', { stdin: true });
   const bareLoop = async (count) => {
     const before = bare.lines.length;
     bare.send(`run ${count}`);
     const line = await bare.waitFor((lines) => lines.slice(before).find((l) => l.startsWith('done ')), 300_000);
-    return Number(line.split(' ')[1]);
+    const [, seconds, cpuMs] = line.split(' ').map(Number);
+    return { seconds, cpuMs };
   };
   try {
     if (cfg.webhookWarmup > 0) {
@@ -229,15 +235,17 @@ async function webhookRound(round, subscriptions, impl) {
     const machine1 = machineBusyMs();
     const othersMs = machine0 && machine1 ? machine1.busy - machine0.busy - serverCpuMs - (procCpuMs(receiver.child.pid) - receiverCpu0) - (procCpuMs('self') - selfCpu0) : NaN;
     const othersLoad = othersMs / (performance.now() - wall0);
-    const bareSeconds = await bareLoop(cfg.webhookEvents);
+    const { seconds: bareSeconds, cpuMs: bareCpuMs } = await bareLoop(cfg.webhookEvents);
     void head;
     const deliveriesPerSec = want / seconds;
     const bareRequestsPerSec = cfg.webhookEvents / bareSeconds;
     const serverCpuUsPerDelivery = (serverCpuMs * 1000) / want;
-    return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec, serverCpuUsPerDelivery, othersLoad };
+    const bareCpuUsPerRequest = (bareCpuMs * 1000) / cfg.webhookEvents;
+    return { impl, round, subscriptions, deliveries: want, deliveriesPerSec, bareRequestsPerSec, ratio: deliveriesPerSec / bareRequestsPerSec, serverCpuUsPerDelivery, bareCpuUsPerRequest, othersLoad };
   } finally {
     await bare.stop();
     await receiver.stop();
+    await bareReceiver.stop();
     await stopServer(server);
   }
 }
@@ -268,7 +276,7 @@ async function main() {
           const r = await webhookRound(round, subscriptions, impl);
           webhook.push(r);
           console.log(
-            `  ${impl.padEnd(pad)} webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s = ${fmtX(r.ratio)}; server cpu ${fmtN(r.serverCpuUsPerDelivery)} µs/delivery; others ${(r.othersLoad * 100).toFixed(0)}%`,
+            `  ${impl.padEnd(pad)} webhook x${subscriptions} r${round}: ${fmtN(r.deliveriesPerSec)} deliveries/s; bare POST loop ${fmtN(r.bareRequestsPerSec)} req/s = ${fmtX(r.ratio)}; server cpu ${fmtN(r.serverCpuUsPerDelivery)} µs/delivery, bare loop ${fmtN(r.bareCpuUsPerRequest)} µs/request; others ${(r.othersLoad * 100).toFixed(0)}%`,
           );
         }
       }
@@ -298,6 +306,7 @@ async function main() {
       const w = {
         deliveriesPerSec: median(rs.map((r) => r.deliveriesPerSec)),
         bareRequestsPerSec: median(rs.map((r) => r.bareRequestsPerSec)),
+        bareCpuUsPerRequest: median(rs.map((r) => r.bareCpuUsPerRequest)),
         ...ratios(rs),
         serverCpuUsPerDelivery: median(rs.map((r) => r.serverCpuUsPerDelivery)),
       };
@@ -314,7 +323,7 @@ async function main() {
     if (s.itx) console.log(`${impl.padEnd(pad)} itx-call: ${fmtN(s.itx.eventsPerSec)} ev/s vs bare capnweb ${fmtN(s.itx.bareEventsPerSec)} ev/s; ratio ${range(s.itx)}; latency p50 ${s.itx.latencyP50ms} ms p99 ${s.itx.latencyP99ms} ms`);
     for (const n of cfg.subscriptions) {
       const w = s[`webhook${n}`];
-      if (w) console.log(`${impl.padEnd(pad)} webhook x${n}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s; ratio ${range(w)}; server cpu ${fmtN(w.serverCpuUsPerDelivery)} µs/delivery`);
+      if (w) console.log(`${impl.padEnd(pad)} webhook x${n}: ${fmtN(w.deliveriesPerSec)} deliveries/s vs bare POST loop ${fmtN(w.bareRequestsPerSec)} req/s; ratio ${range(w)}; server cpu ${fmtN(w.serverCpuUsPerDelivery)} µs/delivery, bare loop ${fmtN(w.bareCpuUsPerRequest)} µs/request`);
     }
   }
   console.log('');
