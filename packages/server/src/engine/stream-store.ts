@@ -1,9 +1,10 @@
 /**
- * Row access of the engine: every SQL statement the stream actor runs, over the storage port.
- * Holds no state of its own; one instance serves every stream of a database.
+ * Row access of the engine: every SQL statement the stream actor runs (but the read cache's, in
+ * read-cache.ts), over the storage port. Holds no state; one instance serves every stream of a database.
  */
 import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import { sqlChunkSource, type ReadCache } from './read-cache.js';
 import { FORMAT_VERSION } from './schema.js';
 
 /**
@@ -111,6 +112,8 @@ export interface StreamStoreOptions {
   onDeferredErase?(): void;
   /** CHECKPOINT_EVERY unless given (tests use small values to load through derivation often). */
   checkpointEvery?: number;
+  /** Joined pages read again come from it (the Node host's); whatever deletes a stream's rows forgets its chunks. */
+  readCache?: ReadCache;
 }
 
 export class StreamStore {
@@ -264,6 +267,8 @@ export class StreamStore {
    * the rows it replaces); the storage conformance checks hold the order on every adapter.
    */
   readRangeJoined(sid: number, q: RangeQuery): JoinedRange {
+    const cached = this.options.readCache?.page(sid, q, sqlChunkSource(this.storage, sid));
+    if (cached !== undefined) return cached;
     const { sql, params } = rangeSelect(sid, q);
     const row = this.storage.execRows(`SELECT count(*), min(ofs), max(ofs), group_concat(body, ',') FROM (${sql})`, ...params)[0]!;
     const count = row[0] as number;
@@ -277,6 +282,7 @@ export class StreamStore {
    * nothing lists or loads it), keeping its sid taken so that no new lifetime can see them.
    */
   erase(sid: number): void {
+    this.options.readCache?.forget(sid);
     this.storage.run(`DELETE FROM subscription_runtime WHERE sid = ?`, sid);
     this.storage.run(`DELETE FROM subscription_index WHERE sid = ?`, sid);
     this.storage.run(`DELETE FROM delivery_attempts WHERE sid = ?`, sid);
@@ -304,6 +310,7 @@ export class StreamStore {
     if (!row) return false;
     this.storage.transaction(
       () => {
+        this.options.readCache?.forget(row.sid);
         const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
         if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
       },
@@ -325,10 +332,7 @@ export class StreamStore {
       beforeMs,
       checkpoint,
     );
-    const count = this.storage.exec<{ n: number }>(
-      `SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`,
-      sid,
-    )[0]!.n;
+    const count = this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`, sid)[0]!.n;
     if (count > keep) {
       removed += this.storage.run(
         `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs <= ? AND ofs IN
@@ -339,6 +343,7 @@ export class StreamStore {
         count - keep,
       );
     }
+    if (removed > 0) this.options.readCache?.forget(sid);
     return removed;
   }
 

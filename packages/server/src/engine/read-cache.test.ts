@@ -1,0 +1,286 @@
+/**
+ * The read cache (read-cache.ts): pages cut from memory are the pages SQL gives, whatever the
+ * stream holds (gaps, ephemeral events in and out of retention) and whatever the query asks; only
+ * whole chunks below the head are held; memory stays within its bound; deletions forget.
+ * First against a source over an array, then through StreamStore over both test adapters.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import type { SqlStorage } from '../ports/storage.js';
+import { CHUNK_SEPARATOR, ReadCache, type ChunkSource } from './read-cache.js';
+import { openSchema } from './schema.js';
+import { StreamStore, type JoinedRange, type RangeQuery } from './stream-store.js';
+
+interface Row {
+  offset: number;
+  ephemeral: boolean;
+  createdMs: number;
+  text: string;
+}
+
+/** A deterministic pseudo-random source (tests must not depend on Math.random). */
+function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+/** What SQL answers for a page (stream-store.ts rangeSelect), over an array. */
+function reference(rows: readonly Row[], q: RangeQuery): JoinedRange {
+  const page = rows
+    .filter((r) => r.offset > q.afterOffset && r.offset < q.beforeOffset)
+    .filter((r) => !r.ephemeral || (q.includeEphemeral && (q.ephemeralSinceMs === undefined || r.createdMs >= q.ephemeralSinceMs)))
+    .slice(0, q.limit);
+  if (page.length === 0) return { count: 0, first: 0, last: 0, json: '' };
+  return { count: page.length, first: page[0]!.offset, last: page.at(-1)!.offset, json: page.map((r) => r.text).join(',') };
+}
+
+/** A ChunkSource over an array, counting its loads. */
+function arraySource(rows: readonly Row[]): ChunkSource & { loads: number } {
+  const source = {
+    loads: 0,
+    rows(from: number, to: number) {
+      source.loads++;
+      const inRange = rows.filter((r) => r.offset >= from && r.offset < to);
+      const ephemerals = inRange.filter((r) => r.ephemeral).map((r) => `${r.offset}:${r.createdMs}`);
+      return { count: inRange.length, texts: inRange.map((r) => r.text).join(CHUNK_SEPARATOR), ephemerals: ephemerals.length ? ephemerals.join(',') : null };
+    },
+    offsets: (from: number, to: number) => rows.filter((r) => r.offset >= from && r.offset < to).map((r) => r.offset),
+  };
+  return source;
+}
+
+/** Rows 1…count, texts of varied length and content, some ephemeral, some offsets missing. */
+function makeRows(count: number, random: () => number, { gaps = true, ephemeral = true } = {}): Row[] {
+  const rows: Row[] = [];
+  for (let offset = 1; offset <= count; offset++) {
+    const isEphemeral = ephemeral && random() < 0.15;
+    // Deleted ephemeral events leave gaps.
+    if (gaps && isEphemeral && random() < 0.3) continue;
+    const note = ['a', 'é', '😀', ',', '"', '\\u001e'][Math.floor(random() * 6)]!.repeat(1 + Math.floor(random() * 20));
+    rows.push({ offset, ephemeral: isEphemeral, createdMs: 1000 + offset, text: JSON.stringify({ offset, note }) });
+  }
+  return rows;
+}
+
+const query = (q: Partial<RangeQuery> & { afterOffset: number; beforeOffset: number }): RangeQuery => ({ limit: 500, includeEphemeral: false, ...q });
+
+describe('ReadCache over an array', () => {
+  it('cuts the pages SQL gives, for random streams and queries (gaps, ephemeral events, limits, heads)', () => {
+    const random = seeded(7);
+    for (let stream = 0; stream < 12; stream++) {
+      const rows = makeRows(200 + Math.floor(random() * 2000), random, { gaps: stream % 3 !== 0, ephemeral: stream % 4 !== 0 });
+      const cache = new ReadCache(64 * 1024 * 1024, 64);
+      const source = arraySource(rows);
+      const head = rows.at(-1)!.offset;
+      let served = 0;
+      for (let i = 0; i < 400; i++) {
+        const afterOffset = Math.floor(random() * (head + 10)) - 5;
+        // Half the pages end at the head, half below it (those a cache can serve more often).
+        const below = afterOffset + 1 + Math.floor(random() * Math.max(1, head - afterOffset));
+        const q = query({
+          afterOffset,
+          beforeOffset: random() < 0.5 ? head + 1 : Math.min(head + 1, below),
+          limit: 1 + Math.floor(random() * 300),
+          includeEphemeral: random() < 0.6,
+          ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
+        });
+        const page = cache.page(stream, q, source);
+        if (page === undefined) continue;
+        served++;
+        expect(page, JSON.stringify(q)).toEqual(reference(rows, q));
+      }
+      // Many of these pages lie in whole chunks below the head: the cache served them.
+      expect(served).toBeGreaterThan(100);
+    }
+  });
+
+  it('serves a page only from whole chunks below the head: one that reaches the head chunk goes to SQL', () => {
+    const rows = makeRows(1000, seeded(1), { gaps: false, ephemeral: false });
+    const cache = new ReadCache(1024 * 1024, 100);
+    const source = arraySource(rows);
+    // Offsets 900…999 are one whole chunk when the head is 999 or more.
+    expect(cache.page(1, query({ afterOffset: 899, beforeOffset: 1000 }), source)).toEqual(reference(rows, query({ afterOffset: 899, beforeOffset: 1000 })));
+    // With the head at 998, that chunk is not whole: SQL.
+    expect(cache.page(1, query({ afterOffset: 899, beforeOffset: 999 }), source)).toBeUndefined();
+    // A page whose last chunk is the head's goes to SQL too, even if it starts in a whole one.
+    expect(cache.page(1, query({ afterOffset: 850, beforeOffset: 950 }), source)).toBeUndefined();
+    expect(cache.page(1, query({ afterOffset: 850, beforeOffset: 900 }), source)).toEqual(reference(rows, query({ afterOffset: 850, beforeOffset: 900 })));
+    expect(cache.stats()).toMatchObject({ hits: 2, misses: 2 });
+  });
+
+  it('loads a chunk once and cuts later pages from memory', () => {
+    const rows = makeRows(2000, seeded(2), { gaps: false, ephemeral: false });
+    const cache = new ReadCache(1024 * 1024, 512);
+    const source = arraySource(rows);
+    for (let i = 0; i < 5; i++) expect(cache.page(1, query({ afterOffset: 10 + i, beforeOffset: 2001 }), source)).toEqual(reference(rows, query({ afterOffset: 10 + i, beforeOffset: 2001 })));
+    // Pages 11…510 to 15…514 touch chunks 0 and 1 (offsets 0…1023): two loads, then memory.
+    expect(source.loads).toBe(2);
+  });
+
+  it('hides ephemeral events as SQL does: left out without includeEphemeral, and past retention', () => {
+    const rows: Row[] = Array.from({ length: 64 }, (_, i) => ({ offset: i, ephemeral: i % 4 === 1, createdMs: i * 10, text: `{"o":${i}}` }));
+    const cache = new ReadCache(1024 * 1024, 16);
+    const source = arraySource(rows);
+    for (const q of [
+      query({ afterOffset: -1, beforeOffset: 64 }),
+      query({ afterOffset: -1, beforeOffset: 64, includeEphemeral: true }),
+      query({ afterOffset: 3, beforeOffset: 64, includeEphemeral: true, ephemeralSinceMs: 300 }),
+      query({ afterOffset: 3, beforeOffset: 48, includeEphemeral: true, ephemeralSinceMs: 300, limit: 7 }),
+    ]) {
+      expect(cache.page(1, q, source)).toEqual(reference(rows, q));
+    }
+  });
+
+  it('leaves pages with a type filter to SQL', () => {
+    const rows = makeRows(100, seeded(4), { gaps: false, ephemeral: false });
+    const cache = new ReadCache(1024 * 1024, 16);
+    expect(cache.page(1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: ['a'] }, arraySource(rows))).toBeUndefined();
+    expect(cache.page(1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: [] }, arraySource(rows))).toBeDefined();
+  });
+
+  it('never holds a chunk whose text contains the separator, and asks SQL for it only once', () => {
+    const rows: Row[] = Array.from({ length: 32 }, (_, i) => ({ offset: i, ephemeral: false, createdMs: 0, text: i === 5 ? `{"bad":"${CHUNK_SEPARATOR}"}` : `{"o":${i}}` }));
+    const cache = new ReadCache(1024 * 1024, 16);
+    const source = arraySource(rows);
+    expect(cache.page(1, query({ afterOffset: -1, beforeOffset: 16 }), source)).toBeUndefined();
+    expect(cache.page(1, query({ afterOffset: 2, beforeOffset: 16 }), source)).toBeUndefined();
+    expect(source.loads).toBe(1);
+    // The next chunk is fine.
+    expect(cache.page(1, query({ afterOffset: 15, beforeOffset: 32 }), source)).toEqual(reference(rows, query({ afterOffset: 15, beforeOffset: 32 })));
+  });
+
+  it('stays within its bound, dropping the least recently used chunk first', () => {
+    const rows: Row[] = Array.from({ length: 4096 }, (_, i) => ({ offset: i, ephemeral: false, createdMs: 0, text: `{"offset":${i},"pad":"${'x'.repeat(80)}"}` }));
+    const source = arraySource(rows);
+    // About 100 bytes per event: a chunk of 64 is about 7 KB; room for about four.
+    const cache = new ReadCache(30_000, 64);
+    const pageOf = (chunk: number) => cache.page(1, query({ afterOffset: chunk * 64 - 1, beforeOffset: 4096, limit: 64 }), source);
+    for (const chunk of [0, 1, 2, 3]) expect(pageOf(chunk)).toBeDefined();
+    expect(cache.stats().chunks).toBe(4);
+    pageOf(0); // chunk 0 is now the most recently used
+    pageOf(4); // makes room: chunk 1 goes, 0 stays
+    expect(cache.stats().bytes).toBeLessThanOrEqual(30_000);
+    const loads = source.loads;
+    pageOf(0);
+    expect(source.loads).toBe(loads);
+    pageOf(1);
+    expect(source.loads).toBe(loads + 1);
+    for (let chunk = 0; chunk < 64; chunk++) {
+      expect(pageOf(chunk)).toEqual(reference(rows, query({ afterOffset: chunk * 64 - 1, beforeOffset: 4096, limit: 64 })));
+      expect(cache.stats().bytes).toBeLessThanOrEqual(30_000);
+    }
+  });
+
+  it('does not hold a chunk that alone would take more than a quarter of it', () => {
+    const rows: Row[] = Array.from({ length: 32 }, (_, i) => ({ offset: i, ephemeral: false, createdMs: 0, text: `{"o":${i},"pad":"${'x'.repeat(i < 16 ? 10 : 1000)}"}` }));
+    const cache = new ReadCache(16 * 1024 * 4, 16);
+    const source = arraySource(rows);
+    // A quarter is 16 KB. Chunk 0: 16 texts of about 30 characters, held. Chunk 1: 16 of about
+    // 1 KB plus the per-event overhead, just over 16 KB: read with SQL, not held.
+    expect(cache.page(1, query({ afterOffset: -1, beforeOffset: 32, limit: 16 }), source)).toBeDefined();
+    expect(cache.page(1, query({ afterOffset: 15, beforeOffset: 32, limit: 16 }), source)).toBeUndefined();
+    expect(cache.stats().chunks).toBe(1);
+  });
+
+  it('forgets one stream and only that one', () => {
+    const rows = makeRows(200, seeded(5), { gaps: false, ephemeral: false });
+    const cache = new ReadCache(1024 * 1024, 64);
+    const a = arraySource(rows);
+    const b = arraySource(rows);
+    const q = query({ afterOffset: 0, beforeOffset: 192 });
+    cache.page(1, q, a);
+    cache.page(2, q, b);
+    cache.forget(1);
+    cache.page(1, q, a);
+    cache.page(2, q, b);
+    expect([a.loads, b.loads]).toEqual([6, 3]);
+    expect(cache.stats().chunks).toBe(6);
+  });
+
+  it('refuses a size that is not positive', () => {
+    expect(() => new ReadCache(0)).toThrow('the read cache needs a positive size');
+  });
+});
+
+describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore on %s', (name) => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  async function storage(): Promise<SqlStorage> {
+    let s: SqlStorage;
+    if (name === 'SqliteStorage') {
+      const dir = mkdtempSync(join(tmpdir(), 'rivulet-read-cache-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      s = new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'relaxed' });
+    } else s = await MemoryStorage.create();
+    cleanups.push(() => s.close());
+    openSchema(s);
+    return s;
+  }
+
+  it(`reads the same pages with and without the cache, across appends, retention and a destroy (${name})`, async () => {
+    const sql = await storage();
+    const cache = new ReadCache(8 * 1024 * 1024);
+    const cached = new StreamStore(sql, { readCache: cache });
+    const plain = new StreamStore(sql);
+    const random = seeded(11);
+    const sid = sql.transaction(() => cached.create(null, '/a', 'stream-a', '2025-01-01T00:00:00.000Z'));
+    const other = sql.transaction(() => cached.create(null, '/b', 'stream-b', '2025-01-01T00:00:00.000Z'));
+    let head = 0;
+    const append = (count: number) =>
+      sql.transaction(() => {
+        for (let i = 0; i < count; i++) {
+          head++;
+          const ephemeral = random() < 0.1;
+          const json = JSON.stringify({ offset: head, type: 't', payload: { n: head, s: 'é😀,"'.repeat(1 + (head % 3)) } });
+          const row = { offset: head, type: 't', ephemeral, idempotencyKey: undefined, createdMs: 1000 + head, json };
+          cached.insertEvent(sid, row);
+          cached.insertEvent(other, row);
+        }
+      });
+    const compare = (rounds: number) => {
+      for (let i = 0; i < rounds; i++) {
+        const afterOffset = Math.floor(random() * head);
+        const q: RangeQuery = {
+          afterOffset,
+          beforeOffset: head + 1,
+          limit: [1, 100, 500][Math.floor(random() * 3)]!,
+          includeEphemeral: random() < 0.5,
+          ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
+        };
+        expect(cached.readRangeJoined(sid, q), JSON.stringify(q)).toEqual(plain.readRangeJoined(sid, q));
+      }
+    };
+    append(1500);
+    compare(150);
+    append(700);
+    compare(150);
+    expect(cache.stats().hits).toBeGreaterThan(100);
+    // Retention deletes ephemeral rows: the stream's chunks are forgotten, pages stay the same.
+    const removed = sql.transaction(() => cached.pruneEphemeral(sid, 1000 + 1200, 0, head));
+    expect(removed).toBeGreaterThan(0);
+    expect(cache.stats().chunks).toBe(0);
+    compare(150);
+    // Stream b read through, page by page: every whole chunk below its head is held, and a
+    // destroy forgets them (and only them).
+    const held = cache.stats().chunks;
+    const q = (afterOffset: number) => ({ afterOffset, beforeOffset: head + 1, limit: 500, includeEphemeral: true });
+    for (let after = 0, page = plain.readRangeJoined(other, q(0)); page.count > 0; after = page.last, page = plain.readRangeJoined(other, q(after))) {
+      expect(cached.readRangeJoined(other, q(after))).toEqual(page);
+    }
+    const ofOther = Math.floor((head + 1) / 512);
+    expect(cache.stats().chunks).toBe(held + ofOther);
+    sql.transaction(() => cached.erase(other));
+    expect(cache.stats().chunks).toBe(held);
+    expect(cached.readRangeJoined(other, q(0))).toEqual({ count: 0, first: 0, last: 0, json: '' });
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * The read cache: the stored texts of events read before, kept in memory so that pages read again
+ * are cut from memory instead of being read with SQL (docs/architecture.md "Storage", the read cache).
+ *
+ * Events are held in chunks of READ_CACHE_CHUNK_EVENTS offsets: the texts of a chunk's events
+ * joined by commas into one string, with where each begins. A page of a chunk's events is then one
+ * substring of it (V8 makes that a slice, not a copy) unless an ephemeral event inside has to be
+ * left out; a page across two chunks is two such pieces.
+ *
+ * What makes it safe:
+ * - Only whole chunks below the committed head are held: those rows are durable and never change,
+ *   and none can be added to them. A page that reaches into the head's own chunk is read with SQL.
+ * - Rows are only ever deleted (ephemeral events past retention, destroyed lifetimes), and
+ *   StreamStore forgets a stream's chunks whenever it deletes any of its rows.
+ * - A type filter (`eventTypes`) needs a column the cache does not keep: those pages go to SQL.
+ *
+ * Memory is bounded by `maxBytes` (the texts plus a few bytes per event), least recently used
+ * chunks going first; a chunk that would take more than a quarter of it is not kept.
+ */
+import type { SqlStorage } from '../ports/storage.js';
+import type { JoinedRange, RangeQuery } from './stream-store.js';
+
+/** The size the Node host gives it unless told (`--read-cache-mb`): 128 MiB. */
+export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
+/** Offsets per chunk: a page of up to 500 events touches one or two. */
+export const READ_CACHE_CHUNK_EVENTS = 512;
+/** What an event costs besides its text: its place in the chunk's index and the chunk's share. */
+const EVENT_OVERHEAD_BYTES = 8;
+/** Between the texts of a chunk as SQL joins them; JSON text never holds it unescaped. */
+export const CHUNK_SEPARATOR = '\u001e';
+
+/** A chunk as SQL gives it: its events' texts joined by CHUNK_SEPARATOR, and which are ephemeral. */
+export interface ChunkRows {
+  count: number;
+  /** The texts in offset order, joined by CHUNK_SEPARATOR ('' when count is 0). */
+  texts: string;
+  /** `offset:createdMs` of each ephemeral event, joined by commas; null when there is none. */
+  ephemerals: string | null;
+}
+
+/** Where the cache reads a stream's rows `from <= offset < to`, in offset order. */
+export interface ChunkSource {
+  rows(from: number, to: number): ChunkRows;
+  /** The offsets that exist in the range (asked only when some are missing). */
+  offsets(from: number, to: number): number[];
+}
+
+/**
+ * A chunk's rows of stream `sid` as SQL gives them: the texts of every row of the range joined by
+ * the separator, in offset order (the LIMIT keeps the inner ORDER BY, as in StreamStore's
+ * readRangeJoined), and its ephemeral rows; the offsets only when some are missing.
+ */
+const CHUNK_ROWS = `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
+  group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END)
+  FROM (SELECT ofs, body, ephemeral, created_ms FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs LIMIT -1)`;
+const CHUNK_OFFSETS = `SELECT ofs FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
+
+export function sqlChunkSource(storage: SqlStorage, sid: number): ChunkSource {
+  return {
+    rows: (from, to) => {
+      const row = storage.execRows(CHUNK_ROWS, sid, from, to)[0]!;
+      return { count: row[0] as number, texts: (row[1] as string | null) ?? '', ephemerals: row[2] as string | null };
+    },
+    offsets: (from, to) => storage.execRows(CHUNK_OFFSETS, sid, from, to).map((row) => row[0] as number),
+  };
+}
+
+interface Chunk {
+  /** The texts joined by commas. */
+  text: string;
+  /** Event i's text is text[starts[i], starts[i + 1] - 1); count + 1 entries. */
+  starts: Uint32Array;
+  /** Event i's offset: first + i when dense, else offsets[i]. */
+  first: number;
+  offsets: Float64Array | null;
+  /** Creation times of the ephemeral events, by index; null when there is none. */
+  ephemeral: Map<number, number> | null;
+  bytes: number;
+}
+
+export interface ReadCacheStats {
+  bytes: number;
+  chunks: number;
+  /** Pages answered from memory, and pages that went to SQL. */
+  hits: number;
+  misses: number;
+}
+
+export class ReadCache {
+  private readonly chunks = new Map<string, Chunk>();
+  /** Chunks SQL gave that cannot be held (too large, or a text held the separator). */
+  private readonly refused = new Set<string>();
+  private bytes = 0;
+  private hits = 0;
+  private misses = 0;
+
+  constructor(
+    readonly maxBytes: number,
+    private readonly chunkEvents = READ_CACHE_CHUNK_EVENTS,
+  ) {
+    if (!(maxBytes > 0)) throw new Error('the read cache needs a positive size');
+  }
+
+  /** The page `q` of stream `sid` from memory (loading chunks from `source`), or undefined: read SQL. */
+  page(sid: number, q: RangeQuery, source: ChunkSource): JoinedRange | undefined {
+    const page = this.cut(sid, q, source);
+    if (page === undefined) this.misses++;
+    else this.hits++;
+    return page;
+  }
+
+  /** Drops what is held of stream `sid` (some of its rows were deleted). */
+  forget(sid: number): void {
+    const prefix = `${sid}:`;
+    for (const [key, chunk] of this.chunks) {
+      if (!key.startsWith(prefix)) continue;
+      this.bytes -= chunk.bytes;
+      this.chunks.delete(key);
+    }
+    for (const key of this.refused) if (key.startsWith(prefix)) this.refused.delete(key);
+  }
+
+  stats(): ReadCacheStats {
+    return { bytes: this.bytes, chunks: this.chunks.size, hits: this.hits, misses: this.misses };
+  }
+
+  private cut(sid: number, q: RangeQuery, source: ChunkSource): JoinedRange | undefined {
+    if ((q.eventTypes !== undefined && q.eventTypes.length > 0) || q.limit <= 0) return undefined;
+    const pieces: string[] = [];
+    let count = 0;
+    let first = 0;
+    let last = 0;
+    const hidden = hiddenTest(q);
+    for (let index = Math.floor((q.afterOffset + 1) / this.chunkEvents); count < q.limit; index++) {
+      const start = index * this.chunkEvents;
+      if (start >= q.beforeOffset) break;
+      // Only whole chunks below the head: this one must end below beforeOffset.
+      if (start + this.chunkEvents > q.beforeOffset) return undefined;
+      const chunk = this.chunk(sid, index, start, source);
+      if (chunk === undefined) return undefined;
+      const n = chunk.starts.length - 1;
+      let i = chunk.offsets === null ? Math.max(0, q.afterOffset + 1 - chunk.first) : firstAbove(chunk.offsets, q.afterOffset);
+      // A run of events taken whole is one substring; an ephemeral event left out ends a run.
+      let runFrom = -1;
+      for (; i < n && count < q.limit; i++) {
+        const createdMs = chunk.ephemeral?.get(i);
+        if (createdMs !== undefined && hidden(createdMs)) {
+          if (runFrom >= 0) pieces.push(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
+          runFrom = -1;
+          continue;
+        }
+        const offset = chunk.offsets === null ? chunk.first + i : chunk.offsets[i]!;
+        if (count === 0) first = offset;
+        last = offset;
+        count++;
+        if (runFrom < 0) runFrom = i;
+      }
+      if (runFrom >= 0) pieces.push(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
+    }
+    return { count, first, last, json: pieces.length === 1 ? pieces[0]! : pieces.join(',') };
+  }
+
+  /** Chunk `index` (offsets start … start + chunkEvents - 1), held or loaded; undefined if it cannot be held. */
+  private chunk(sid: number, index: number, start: number, source: ChunkSource): Chunk | undefined {
+    const key = `${sid}:${index}`;
+    const held = this.chunks.get(key);
+    if (held !== undefined) {
+      // Most recently used goes last.
+      this.chunks.delete(key);
+      this.chunks.set(key, held);
+      return held;
+    }
+    if (this.refused.has(key)) return undefined;
+    const end = start + this.chunkEvents;
+    const chunk = loadChunk(source.rows(start, end), start, end, source);
+    if (chunk === undefined || chunk.bytes > this.maxBytes / 4) {
+      this.refused.add(key);
+      return undefined;
+    }
+    this.bytes += chunk.bytes;
+    for (const [oldKey, old] of this.chunks) {
+      if (this.bytes <= this.maxBytes) break;
+      this.bytes -= old.bytes;
+      this.chunks.delete(oldKey);
+    }
+    this.chunks.set(key, chunk);
+    return chunk;
+  }
+}
+
+/** Whether an ephemeral event created at `createdMs` is left out of the page `q`. */
+function hiddenTest(q: RangeQuery): (createdMs: number) => boolean {
+  if (!q.includeEphemeral) return () => true;
+  const since = q.ephemeralSinceMs;
+  return since === undefined ? () => false : (createdMs) => createdMs < since;
+}
+
+/** A chunk from its rows; undefined if a text holds the separator (then it is never cut from memory). */
+function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSource): Chunk | undefined {
+  const starts = new Uint32Array(rows.count + 1);
+  let at = 0;
+  for (let i = 0; i < rows.count; i++) {
+    starts[i] = at;
+    const next = rows.texts.indexOf(CHUNK_SEPARATOR, at);
+    at = next < 0 ? rows.texts.length + 1 : next + 1;
+    if ((next < 0) !== (i === rows.count - 1)) return undefined;
+  }
+  starts[rows.count] = rows.count === 0 ? 1 : at;
+  const dense = rows.count === end - start;
+  const offsets = dense ? null : Float64Array.from(source.offsets(start, end));
+  if (offsets !== null && offsets.length !== rows.count) return undefined;
+  let ephemeral: Map<number, number> | null = null;
+  if (rows.ephemerals !== null) {
+    ephemeral = new Map();
+    for (const pair of rows.ephemerals.split(',')) {
+      const [offset, createdMs] = pair.split(':').map(Number) as [number, number];
+      ephemeral.set(offsets === null ? offset - start : firstAbove(offsets, offset - 1), createdMs);
+    }
+  }
+  const text = rows.count === 0 ? '' : rows.texts.replaceAll(CHUNK_SEPARATOR, ',');
+  return { text, starts, first: start, offsets, ephemeral, bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
+}
+
+/** The index of the first offset above `after` (offsets ascending). */
+function firstAbove(offsets: Float64Array, after: number): number {
+  let low = 0;
+  let high = offsets.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (offsets[mid]! <= after) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
