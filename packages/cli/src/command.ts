@@ -42,11 +42,12 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
 }
 
 /** An integer flag or environment value, with a clear error. */
-export function intOption(name: string, value: string | undefined, fallback: number, min = 0): number {
+export function intOption(name: string, value: string | undefined, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback;
   if (!/^\d+$/.test(value.trim())) throw new UsageError(`${name} must be a whole number, got "${value}"`);
   const n = Number(value);
   if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${name} must be at least ${min}, got "${value}"`);
+  if (n > max) throw new UsageError(`${name} must be at most ${max}, got "${value}"`);
   return n;
 }
 

@@ -49,10 +49,16 @@ Options:
   --log-slow-ms N              log requests slower than N ms at warn (RIVULET_LOG_SLOW_MS, default 1000; 0: never)
   --long-poll-timeout-ms N     how long a Durable Streams long-poll waits before answering 204
                                (RIVULET_LONG_POLL_TIMEOUT_MS, default 30000)
+  --read-cache-mb N            memory for the events of pages read again, so that they are answered without
+                               SQL (RIVULET_READ_CACHE_MB, default 128; 0: off)
   -h, --help                   show this help
 
 Logs go to standard output. Refused requests worth seeing (bad credentials, limits, invalid input)
 are logged at warn, at most 20 lines a second; the next line says how many were suppressed.`;
+
+const MIB = 1024 * 1024;
+/** `--read-cache-mb` at most: 1 TiB, far beyond any machine's memory, but a typo like 1e12 is refused. */
+const MAX_READ_CACHE_MB = 1024 * 1024;
 
 type ServerModule = Pick<typeof NodeHost, 'parseCorsOrigins' | 'checkCorsConfig'>;
 
@@ -104,6 +110,7 @@ export const serveCommand: Command = {
       'log-format': { type: 'string' },
       'log-slow-ms': { type: 'string' },
       'long-poll-timeout-ms': { type: 'string' },
+      'read-cache-mb': { type: 'string' },
     });
     if (values.help) {
       io.out(usage);
@@ -125,7 +132,7 @@ export const serveCommand: Command = {
     const expressionMemory = pick('expression-memory-bytes', 'RIVULET_EXPRESSION_MEMORY_BYTES') || undefined;
     // Loaded here, not at the top: the other commands should not pay for SQLite and the HTTP stack.
     const nodeHost = await import('@rivulet/server/node');
-    const { startNodeServer, createNodeLogger, isLogFormat, isLogLevel, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_LOG_LEVEL, DEFAULT_LOG_SLOW_MS } = nodeHost;
+    const { startNodeServer, createNodeLogger, isLogFormat, isLogLevel, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_LOG_LEVEL, DEFAULT_LOG_SLOW_MS, DEFAULT_READ_CACHE_BYTES } = nodeHost;
     const cors = corsOption(pick('cors-origin', 'RIVULET_CORS_ORIGIN'), values['cors-allow-any-origin-with-tokens'] ?? env.RIVULET_CORS_ALLOW_ANY_ORIGIN_WITH_TOKENS, tokensFile !== undefined && tokensFile !== '', nodeHost);
     const logLevel = pick('log-level', 'RIVULET_LOG_LEVEL') || DEFAULT_LOG_LEVEL;
     if (!isLogLevel(logLevel)) throw new UsageError(`--log-level must be "error", "warn", "info" or "debug", got "${logLevel}"`);
@@ -164,6 +171,7 @@ export const serveCommand: Command = {
       logger,
       logSlowMs,
       longPollTimeoutMs: intOption('--long-poll-timeout-ms', pick('long-poll-timeout-ms', 'RIVULET_LONG_POLL_TIMEOUT_MS'), 30_000, 1),
+      readCacheBytes: intOption('--read-cache-mb', pick('read-cache-mb', 'RIVULET_READ_CACHE_MB'), DEFAULT_READ_CACHE_BYTES / MIB, 0, MAX_READ_CACHE_MB) * MIB,
       processorIdleMs: intOption('--processor-idle-ms', pick('processor-idle-ms', 'RIVULET_PROCESSOR_IDLE_MS'), Defaults.processorIdleMs, 1),
       ...(expressionTime !== undefined ? { expressionTimeMs: intOption('--expression-time-ms', expressionTime, 0, 1) } : {}),
       ...(expressionMemory !== undefined ? { expressionMemoryBytes: intOption('--expression-memory-bytes', expressionMemory, 0, 1024) } : {}),

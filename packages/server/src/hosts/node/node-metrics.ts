@@ -12,6 +12,7 @@
 import { statSync } from 'node:fs';
 import client from 'prom-client';
 import type { ServerMetrics } from '../../engine/metrics.js';
+import type { ReadCache } from '../../engine/read-cache.js';
 import type { CommitObserver } from '../../ports/storage.js';
 
 let processRegistry: client.Registry | undefined;
@@ -50,6 +51,8 @@ export interface NodeMetricsOptions {
   databaseFile: string;
   /** Open RPC sessions, read at scrape time. */
   rpcSessions: () => number;
+  /** The read cache, if the server has one (its size and pages are read at scrape time). */
+  readCache?: ReadCache | undefined;
 }
 
 /**
@@ -66,6 +69,19 @@ export function nodeMetrics(metrics: ServerMetrics, options: NodeMetricsOptions)
     { labels: {}, value: sizeOf(`${options.databaseFile}-wal`) },
   ];
   registry.gauge('rivulet_rpc_sessions', 'Open RPC sessions (/v1/rpc)').collect = () => [{ labels: {}, value: options.rpcSessions() }];
+  const readCache = options.readCache;
+  if (readCache) {
+    registry.gauge('rivulet_read_cache_bytes', 'Memory the read cache holds, estimated (texts and a per-event overhead)').collect = () => [
+      { labels: {}, value: readCache.stats().bytes },
+    ];
+    registry.gauge('rivulet_read_cache_pages', 'Joined pages read since start, by where they came from (memory: hit; SQL: miss)').collect = () => {
+      const { hits, misses } = readCache.stats();
+      return [
+        { labels: { outcome: 'hit' }, value: hits },
+        { labels: { outcome: 'miss' }, value: misses },
+      ];
+    };
+  }
   const processes = processMetrics();
   // prom-client 15 writes a NaN sample as `Nan`; the text format spells it `NaN`. The delay
   // monitor's mean and percentiles are NaN when no sample fell since the scrape before (two

@@ -29,6 +29,7 @@ import { createNodeLogger, type LogFormat } from './logger.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
 import { nodeMetrics } from './node-metrics.js';
+import { DEFAULT_READ_CACHE_BYTES, ReadCache } from '../../engine/read-cache.js';
 import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
 import { enableRegexpFallback } from './regexp-fallback.js';
@@ -100,10 +101,13 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   cors?: CorsConfig;
   /** How long a Durable Streams long-poll waits before answering 204 (`--long-poll-timeout-ms`; docs/durable-streams.md). */
   longPollTimeoutMs?: number;
+  /** Memory for event texts of pages read again (`--read-cache-mb`; docs/architecture.md "Storage", the read cache); 0 turns it off. */
+  readCacheBytes?: number;
   /** Free bytes under the data folder, for `/readyz` (tests; default statfs). */
   freeBytes?(dir: string): number;
 }
 
+export { DEFAULT_READ_CACHE_BYTES };
 /** The default of `shutdownGraceMs` (`--shutdown-grace-ms`). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
@@ -164,7 +168,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   let webhookSecret: string;
   const metrics = createServerMetrics(undefined, { version: VERSION });
   // Read at scrape time, once the RPC endpoint is attached below.
-  const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions });
+  const readCacheBytes = options.readCacheBytes ?? DEFAULT_READ_CACHE_BYTES;
+  const readCache = readCacheBytes > 0 ? new ReadCache(readCacheBytes) : undefined;
+  const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions, readCache });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
     // The data folder is locked to this process, so the database may hold its locks (exclusive).
@@ -221,7 +227,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     config,
     metrics,
     logger,
-    store: { onDeferredErase: () => purger.schedule() },
+    store: { onDeferredErase: () => purger.schedule(), ...(readCache ? { readCache } : {}) },
     receivers: {
       'copy-to-stream': copyReceiver(localDirectory(() => engine.registry)),
       'itx-call': itxCallReceiver(itx),
