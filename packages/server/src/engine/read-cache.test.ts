@@ -71,6 +71,12 @@ function makeRows(count: number, random: () => number, { gaps = true, ephemeral 
 
 const query = (q: Partial<RangeQuery> & { afterOffset: number; beforeOffset: number }): RangeQuery => ({ limit: 500, includeEphemeral: false, ...q });
 
+/** A page read a second time: the first read of a page that lacks chunks only admits them (ReadCache.admit). */
+function twice(cache: ReadCache, sid: number, q: RangeQuery, source: ChunkSource) {
+  cache.page(sid, q, source);
+  return cache.page(sid, q, source);
+}
+
 describe('ReadCache over an array', () => {
   it('cuts the pages SQL gives, for random streams and queries (gaps, ephemeral events, limits, heads)', () => {
     const random = seeded(7);
@@ -91,10 +97,11 @@ describe('ReadCache over an array', () => {
           includeEphemeral: random() < 0.6,
           ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
         });
-        const page = cache.page(stream, q, source);
-        if (page === undefined) continue;
-        served++;
-        expect(page, JSON.stringify(q)).toEqual(reference(rows, q));
+        for (const page of [cache.page(stream, q, source), cache.page(stream, q, source)]) {
+          if (page === undefined) continue;
+          served++;
+          expect(page, JSON.stringify(q)).toEqual(reference(rows, q));
+        }
       }
       // Many of these pages lie in whole chunks below the head: the cache served them.
       expect(served).toBeGreaterThan(100);
@@ -106,22 +113,44 @@ describe('ReadCache over an array', () => {
     const cache = new ReadCache(1024 * 1024, 100);
     const source = arraySource(rows);
     // Offsets 900…999 are one whole chunk when the head is 999 or more.
-    expect(cache.page(1, query({ afterOffset: 899, beforeOffset: 1000 }), source)).toEqual(reference(rows, query({ afterOffset: 899, beforeOffset: 1000 })));
-    // With the head at 998, that chunk is not whole: SQL.
-    expect(cache.page(1, query({ afterOffset: 899, beforeOffset: 999 }), source)).toBeUndefined();
+    expect(twice(cache, 1, query({ afterOffset: 899, beforeOffset: 1000 }), source)).toEqual(reference(rows, query({ afterOffset: 899, beforeOffset: 1000 })));
+    // With the head at 998, that chunk is not whole: SQL, however often.
+    expect(twice(cache, 1, query({ afterOffset: 899, beforeOffset: 999 }), source)).toBeUndefined();
     // A page whose last chunk is the head's goes to SQL too, even if it starts in a whole one.
-    expect(cache.page(1, query({ afterOffset: 850, beforeOffset: 950 }), source)).toBeUndefined();
-    expect(cache.page(1, query({ afterOffset: 850, beforeOffset: 900 }), source)).toEqual(reference(rows, query({ afterOffset: 850, beforeOffset: 900 })));
-    expect(cache.stats()).toMatchObject({ hits: 2, misses: 2 });
+    expect(twice(cache, 1, query({ afterOffset: 850, beforeOffset: 950 }), source)).toBeUndefined();
+    expect(twice(cache, 1, query({ afterOffset: 850, beforeOffset: 900 }), source)).toEqual(reference(rows, query({ afterOffset: 850, beforeOffset: 900 })));
+    expect(cache.stats()).toMatchObject({ hits: 3, misses: 5 });
   });
 
-  it('loads a chunk once and cuts later pages from memory', () => {
+  it('loads a chunk when a second page starts in it, once, and cuts later pages from memory', () => {
     const rows = makeRows(2000, seeded(2), { gaps: false, ephemeral: false });
     const cache = new ReadCache(1024 * 1024, 512);
     const source = arraySource(rows);
-    for (let i = 0; i < 5; i++) expect(cache.page(1, query({ afterOffset: 10 + i, beforeOffset: 2001 }), source)).toEqual(reference(rows, query({ afterOffset: 10 + i, beforeOffset: 2001 })));
-    // Pages 11…510 to 15…514 touch chunks 0 and 1 (offsets 0…1023): two loads, then memory.
+    const pages = [10, 11, 12, 13, 14].map((afterOffset) => cache.page(1, query({ afterOffset, beforeOffset: 2001 }), source));
+    // The first page (11…510) went to SQL; the second loaded chunk 0, the third (13…512) chunk 1.
+    expect(pages[0]).toBeUndefined();
+    pages.slice(1).forEach((page, i) => expect(page).toEqual(reference(rows, query({ afterOffset: 11 + i, beforeOffset: 2001 }))));
     expect(source.loads).toBe(2);
+  });
+
+  it('leaves the cache alone on one pass in pages of 500, and fills it on the second', () => {
+    const rows = makeRows(51_200, seeded(9), { gaps: false, ephemeral: false });
+    const cache = new ReadCache(64 * 1024 * 1024, 512);
+    const source = arraySource(rows);
+    const pass = () => {
+      let served = 0;
+      for (let after = 0; after + 500 < 51_200; after += 500) if (cache.page(1, query({ afterOffset: after, beforeOffset: 51_201 }), source)) served++;
+      return served;
+    };
+    // 100 chunks; a second page starts in the same chunk only where a page starts in its first 12
+    // offsets (2 of the 101 pages here): few loads, nearly every page read with SQL.
+    expect(pass()).toBeLessThan(5);
+    expect(source.loads).toBeLessThan(10);
+    // Read again, every page's start is known: the pass loads what it reads and the third is all memory.
+    pass();
+    const loads = source.loads;
+    expect(pass()).toBe(102);
+    expect(source.loads).toBe(loads);
   });
 
   it('hides ephemeral events as SQL does: left out without includeEphemeral, and past retention', () => {
@@ -134,26 +163,26 @@ describe('ReadCache over an array', () => {
       query({ afterOffset: 3, beforeOffset: 64, includeEphemeral: true, ephemeralSinceMs: 300 }),
       query({ afterOffset: 3, beforeOffset: 48, includeEphemeral: true, ephemeralSinceMs: 300, limit: 7 }),
     ]) {
-      expect(cache.page(1, q, source)).toEqual(reference(rows, q));
+      expect(twice(cache, 1, q, source)).toEqual(reference(rows, q));
     }
   });
 
   it('leaves pages with a type filter to SQL', () => {
     const rows = makeRows(100, seeded(4), { gaps: false, ephemeral: false });
     const cache = new ReadCache(1024 * 1024, 16);
-    expect(cache.page(1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: ['a'] }, arraySource(rows))).toBeUndefined();
-    expect(cache.page(1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: [] }, arraySource(rows))).toBeDefined();
+    expect(twice(cache, 1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: ['a'] }, arraySource(rows))).toBeUndefined();
+    expect(twice(cache, 1, { ...query({ afterOffset: 0, beforeOffset: 96 }), eventTypes: [] }, arraySource(rows))).toBeDefined();
   });
 
   it('never holds a chunk whose text contains the separator, and asks SQL for it only once', () => {
     const rows: Row[] = Array.from({ length: 32 }, (_, i) => ({ offset: i, ephemeral: false, createdMs: 0, text: i === 5 ? `{"bad":"${CHUNK_SEPARATOR}"}` : `{"o":${i}}` }));
     const cache = new ReadCache(1024 * 1024, 16);
     const source = arraySource(rows);
-    expect(cache.page(1, query({ afterOffset: -1, beforeOffset: 16 }), source)).toBeUndefined();
-    expect(cache.page(1, query({ afterOffset: 2, beforeOffset: 16 }), source)).toBeUndefined();
+    expect(twice(cache, 1, query({ afterOffset: -1, beforeOffset: 16 }), source)).toBeUndefined();
+    expect(twice(cache, 1, query({ afterOffset: 2, beforeOffset: 16 }), source)).toBeUndefined();
     expect(source.loads).toBe(1);
     // The next chunk is fine.
-    expect(cache.page(1, query({ afterOffset: 15, beforeOffset: 32 }), source)).toEqual(reference(rows, query({ afterOffset: 15, beforeOffset: 32 })));
+    expect(twice(cache, 1, query({ afterOffset: 15, beforeOffset: 32 }), source)).toEqual(reference(rows, query({ afterOffset: 15, beforeOffset: 32 })));
   });
 
   it('stays within its bound, dropping the least recently used chunk first', () => {
@@ -161,7 +190,7 @@ describe('ReadCache over an array', () => {
     const source = arraySource(rows);
     // About 100 bytes per event: a chunk of 64 is about 7 KB; room for about four.
     const cache = new ReadCache(30_000, 64);
-    const pageOf = (chunk: number) => cache.page(1, query({ afterOffset: chunk * 64 - 1, beforeOffset: 4096, limit: 64 }), source);
+    const pageOf = (chunk: number) => twice(cache, 1, query({ afterOffset: chunk * 64 - 1, beforeOffset: 4096, limit: 64 }), source);
     for (const chunk of [0, 1, 2, 3]) expect(pageOf(chunk)).toBeDefined();
     expect(cache.stats().chunks).toBe(4);
     pageOf(0); // chunk 0 is now the most recently used
@@ -184,8 +213,8 @@ describe('ReadCache over an array', () => {
     const source = arraySource(rows);
     // A quarter is 16 KB. Chunk 0: 16 texts of about 30 characters, held. Chunk 1: 16 of about
     // 1 KB plus the per-event overhead, just over 16 KB: read with SQL, not held.
-    expect(cache.page(1, query({ afterOffset: -1, beforeOffset: 32, limit: 16 }), source)).toBeDefined();
-    expect(cache.page(1, query({ afterOffset: 15, beforeOffset: 32, limit: 16 }), source)).toBeUndefined();
+    expect(twice(cache, 1, query({ afterOffset: -1, beforeOffset: 32, limit: 16 }), source)).toBeDefined();
+    expect(twice(cache, 1, query({ afterOffset: 15, beforeOffset: 32, limit: 16 }), source)).toBeUndefined();
     expect(cache.stats().chunks).toBe(1);
   });
 
@@ -195,11 +224,13 @@ describe('ReadCache over an array', () => {
     const a = arraySource(rows);
     const b = arraySource(rows);
     const q = query({ afterOffset: 0, beforeOffset: 192 });
-    cache.page(1, q, a);
-    cache.page(2, q, b);
+    twice(cache, 1, q, a);
+    twice(cache, 2, q, b);
     cache.forget(1);
-    cache.page(1, q, a);
-    cache.page(2, q, b);
+    // Forgotten, stream 1 is as new: its page's start is not remembered either.
+    expect(cache.page(1, q, a)).toBeUndefined();
+    twice(cache, 1, q, a);
+    expect(cache.page(2, q, b)).toBeDefined();
     expect([a.loads, b.loads]).toEqual([6, 3]);
     expect(cache.stats().chunks).toBe(6);
   });
@@ -275,6 +306,8 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
     const held = cache.stats().chunks;
     const q = (afterOffset: number) => ({ afterOffset, beforeOffset: head + 1, limit: 500, includeEphemeral: true });
     for (let after = 0, page = plain.readRangeJoined(other, q(0)); page.count > 0; after = page.last, page = plain.readRangeJoined(other, q(after))) {
+      // Read twice: one pass alone leaves the cache as it was (ReadCache.admit).
+      expect(cached.readRangeJoined(other, q(after))).toEqual(page);
       expect(cached.readRangeJoined(other, q(after))).toEqual(page);
     }
     const ofOther = Math.floor((head + 1) / 512);

@@ -14,8 +14,10 @@
  *   StreamStore forgets a stream's chunks whenever it deletes any of its rows.
  * - A type filter (`eventTypes`) needs a column the cache does not keep: those pages go to SQL.
  *
- * Memory is bounded by `maxBytes` (the texts plus a few bytes per event), least recently used
- * chunks going first; a chunk that would take more than a quarter of it is not kept.
+ * A page loads the chunks it lacks only when another page started in the same chunk recently
+ * (admit): one pass through a stream leaves the cache alone. Memory is bounded by `maxBytes` (the
+ * texts plus a few bytes per event), least recently used chunks going first; a chunk that would
+ * take more than a quarter of it is not kept.
  */
 import type { SqlStorage } from '../ports/storage.js';
 import type { JoinedRange, RangeQuery } from './stream-store.js';
@@ -24,6 +26,8 @@ import type { JoinedRange, RangeQuery } from './stream-store.js';
 export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
 /** Offsets per chunk: a page of up to 500 events touches one or two. */
 export const READ_CACHE_CHUNK_EVENTS = 512;
+/** Chunks remembered as where a page started and lacked a chunk (admit). */
+const RECENT_STARTS = 4096;
 /** What an event costs besides its text: its place in the chunk's index and the chunk's share. */
 const EVENT_OVERHEAD_BYTES = 8;
 /** Between the texts of a chunk as SQL joins them; JSON text never holds it unescaped. */
@@ -90,6 +94,8 @@ export class ReadCache {
   private readonly chunks = new Map<string, Chunk>();
   /** Chunks SQL gave that cannot be held (too large, or a text held the separator). */
   private readonly refused = new Set<string>();
+  /** Chunks a page started in and lacked a chunk, recently (admit). */
+  private readonly recentStarts = new Set<string>();
   private bytes = 0;
   private hits = 0;
   private misses = 0;
@@ -118,6 +124,7 @@ export class ReadCache {
       this.chunks.delete(key);
     }
     for (const key of this.refused) if (key.startsWith(prefix)) this.refused.delete(key);
+    for (const key of this.recentStarts) if (key.startsWith(prefix)) this.recentStarts.delete(key);
   }
 
   stats(): ReadCacheStats {
@@ -131,12 +138,16 @@ export class ReadCache {
     let first = 0;
     let last = 0;
     const hidden = hiddenTest(q);
-    for (let index = Math.floor((q.afterOffset + 1) / this.chunkEvents); count < q.limit; index++) {
+    const firstIndex = Math.floor((q.afterOffset + 1) / this.chunkEvents);
+    // Whether this page may load the chunks it lacks: asked once, at its first missing chunk.
+    let admitted: boolean | undefined;
+    const mayLoad = () => (admitted ??= this.admit(`${sid}:${firstIndex}`));
+    for (let index = firstIndex; count < q.limit; index++) {
       const start = index * this.chunkEvents;
       if (start >= q.beforeOffset) break;
       // Only whole chunks below the head: this one must end below beforeOffset.
       if (start + this.chunkEvents > q.beforeOffset) return undefined;
-      const chunk = this.chunk(sid, index, start, source);
+      const chunk = this.chunk(sid, index, start, source, mayLoad);
       if (chunk === undefined) return undefined;
       const n = chunk.starts.length - 1;
       let i = chunk.offsets === null ? Math.max(0, q.afterOffset + 1 - chunk.first) : firstAbove(chunk.offsets, q.afterOffset);
@@ -160,8 +171,22 @@ export class ReadCache {
     return { count, first, last, json: pieces.length === 1 ? pieces[0]! : pieces.join(',') };
   }
 
-  /** Chunk `index` (offsets start … start + chunkEvents - 1), held or loaded; undefined if it cannot be held. */
-  private chunk(sid: number, index: number, start: number, source: ChunkSource): Chunk | undefined {
+  /**
+   * Whether a page that starts in chunk `key` and lacks a chunk may load it: when another page
+   * started there recently. One pass through a stream in pages of 500 starts a second page in the
+   * same chunk of 512 only now and then, so it reads with SQL and leaves the cache as it was
+   * (filling it would cost that pass about as much again in loads and garbage collection: bench/
+   * README "the read cache"); pages read again, or many pages of one chunk, load it.
+   */
+  private admit(key: string): boolean {
+    const again = this.recentStarts.delete(key);
+    this.recentStarts.add(key);
+    if (this.recentStarts.size > RECENT_STARTS) this.recentStarts.delete(this.recentStarts.values().next().value as string);
+    return again;
+  }
+
+  /** Chunk `index` (offsets start … start + chunkEvents - 1), held or loaded; undefined if it is not to be loaded now or cannot be held. */
+  private chunk(sid: number, index: number, start: number, source: ChunkSource, mayLoad: () => boolean): Chunk | undefined {
     const key = `${sid}:${index}`;
     const held = this.chunks.get(key);
     if (held !== undefined) {
@@ -170,7 +195,7 @@ export class ReadCache {
       this.chunks.set(key, held);
       return held;
     }
-    if (this.refused.has(key)) return undefined;
+    if (this.refused.has(key) || !mayLoad()) return undefined;
     const end = start + this.chunkEvents;
     const chunk = loadChunk(source.rows(start, end), start, end, source);
     if (chunk === undefined || chunk.bytes > this.maxBytes / 4) {

@@ -53,8 +53,9 @@ describe('the read cache', () => {
     const server = await serve('--read-cache-mb', '1');
     await fill(server.url, '/cache/a');
     const base = `${server.url}/v1/streams/cache/a`;
-    // Pseudo-random pages, read twice each and compared with the same page through a type
-    // filter naming every type (always SQL).
+    // Pseudo-random pages, read three times each (the first only admits the chunks it lacks, the
+    // next come from memory) and compared with the same page through a type filter naming every
+    // type (always SQL).
     let s = 1;
     const random = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     for (let i = 0; i < 60; i++) {
@@ -63,8 +64,7 @@ describe('the read cache', () => {
       const ephemeral = i % 2 === 0 ? '&includeEphemeral=true' : '';
       const query = `?afterOffset=${after}&limit=${limit}${ephemeral}`;
       const viaSql = await text(`${base}${query}&eventTypes=t0,t1,t2`);
-      expect(await text(`${base}${query}`), query).toBe(viaSql);
-      expect(await text(`${base}${query}`), query).toBe(viaSql);
+      for (let read = 0; read < 3; read++) expect(await text(`${base}${query}`), query).toBe(viaSql);
     }
     const metrics = await text(`${server.url}/metrics`);
     expect(metric(metrics, 'rivulet_read_cache_pages{outcome="hit"}')).toBeGreaterThan(60);
