@@ -71,10 +71,23 @@ function makeRows(count: number, random: () => number, { gaps = true, ephemeral 
 
 const query = (q: Partial<RangeQuery> & { afterOffset: number; beforeOffset: number }): RangeQuery => ({ limit: 500, includeEphemeral: false, ...q });
 
+/**
+ * A page as SQL would give it: its UTF-8 length, when the cache gives one, checked and left out
+ * (SQL never knows it).
+ */
+function checked(page: JoinedRange | undefined): JoinedRange | undefined {
+  if (page?.jsonBytes === undefined) return page;
+  expect(page.jsonBytes).toBe(Buffer.byteLength(page.json));
+  const { jsonBytes: _, ...rest } = page;
+  return rest;
+}
+
+const read = (cache: ReadCache, sid: number, q: RangeQuery, source: ChunkSource) => checked(cache.page(sid, q, source));
+
 /** A page read a second time: the first read of a page that lacks chunks only admits them (ReadCache.admit). */
 function twice(cache: ReadCache, sid: number, q: RangeQuery, source: ChunkSource) {
-  cache.page(sid, q, source);
-  return cache.page(sid, q, source);
+  read(cache, sid, q, source);
+  return read(cache, sid, q, source);
 }
 
 describe('ReadCache over an array', () => {
@@ -97,7 +110,7 @@ describe('ReadCache over an array', () => {
           includeEphemeral: random() < 0.6,
           ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
         });
-        for (const page of [cache.page(stream, q, source), cache.page(stream, q, source)]) {
+        for (const page of [read(cache, stream, q, source), read(cache, stream, q, source)]) {
           if (page === undefined) continue;
           served++;
           expect(page, JSON.stringify(q)).toEqual(reference(rows, q));
@@ -126,7 +139,7 @@ describe('ReadCache over an array', () => {
     const rows = makeRows(2000, seeded(2), { gaps: false, ephemeral: false });
     const cache = new ReadCache(1024 * 1024, 512);
     const source = arraySource(rows);
-    const pages = [10, 11, 12, 13, 14].map((afterOffset) => cache.page(1, query({ afterOffset, beforeOffset: 2001 }), source));
+    const pages = [10, 11, 12, 13, 14].map((afterOffset) => read(cache, 1, query({ afterOffset, beforeOffset: 2001 }), source));
     // The first page (11…510) went to SQL; the second loaded chunk 0, the third (13…512) chunk 1.
     expect(pages[0]).toBeUndefined();
     pages.slice(1).forEach((page, i) => expect(page).toEqual(reference(rows, query({ afterOffset: 11 + i, beforeOffset: 2001 }))));
@@ -139,7 +152,7 @@ describe('ReadCache over an array', () => {
     const source = arraySource(rows);
     const pass = () => {
       let served = 0;
-      for (let after = 0; after + 500 < 51_200; after += 500) if (cache.page(1, query({ afterOffset: after, beforeOffset: 51_201 }), source)) served++;
+      for (let after = 0; after + 500 < 51_200; after += 500) if (read(cache, 1, query({ afterOffset: after, beforeOffset: 51_201 }), source)) served++;
       return served;
     };
     // 100 chunks; a second page starts in the same chunk only where a page starts in its first 12
@@ -165,6 +178,21 @@ describe('ReadCache over an array', () => {
     ]) {
       expect(twice(cache, 1, q, source)).toEqual(reference(rows, q));
     }
+  });
+
+  it('knows the UTF-8 length of a page whose chunks are ASCII only, and only then', () => {
+    const rows: Row[] = Array.from({ length: 64 }, (_, i) => ({ offset: i, ephemeral: false, createdMs: 0, text: i === 40 ? '{"note":"é"}' : `{"o":${i}}` }));
+    const cache = new ReadCache(1024 * 1024, 16);
+    const source = arraySource(rows);
+    // Offsets 0…31: chunks 0 and 1, ASCII.
+    twice(cache, 1, query({ afterOffset: -1, beforeOffset: 64, limit: 32 }), source);
+    const ascii = cache.page(1, query({ afterOffset: -1, beforeOffset: 64, limit: 32 }), source)!;
+    expect(ascii.jsonBytes).toBe(ascii.json.length);
+    // Offsets 32…47: chunk 2 holds "é" (two bytes in UTF-8): the length is left to count.
+    twice(cache, 1, query({ afterOffset: 31, beforeOffset: 64, limit: 16 }), source);
+    const other = cache.page(1, query({ afterOffset: 31, beforeOffset: 64, limit: 16 }), source)!;
+    expect(other.count).toBe(16);
+    expect(other.jsonBytes).toBeUndefined();
   });
 
   it('leaves pages with a type filter to SQL', () => {
@@ -228,9 +256,9 @@ describe('ReadCache over an array', () => {
     twice(cache, 2, q, b);
     cache.forget(1);
     // Forgotten, stream 1 is as new: its page's start is not remembered either.
-    expect(cache.page(1, q, a)).toBeUndefined();
+    expect(read(cache, 1, q, a)).toBeUndefined();
     twice(cache, 1, q, a);
-    expect(cache.page(2, q, b)).toBeDefined();
+    expect(read(cache, 2, q, b)).toBeDefined();
     expect([a.loads, b.loads]).toEqual([6, 3]);
     expect(cache.stats().chunks).toBe(6);
   });
@@ -288,7 +316,7 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
           includeEphemeral: random() < 0.5,
           ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
         };
-        expect(cached.readRangeJoined(sid, q), JSON.stringify(q)).toEqual(plain.readRangeJoined(sid, q));
+        expect(checked(cached.readRangeJoined(sid, q)), JSON.stringify(q)).toEqual(plain.readRangeJoined(sid, q));
       }
     };
     append(1500);
@@ -307,8 +335,8 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
     const q = (afterOffset: number) => ({ afterOffset, beforeOffset: head + 1, limit: 500, includeEphemeral: true });
     for (let after = 0, page = plain.readRangeJoined(other, q(0)); page.count > 0; after = page.last, page = plain.readRangeJoined(other, q(after))) {
       // Read twice: one pass alone leaves the cache as it was (ReadCache.admit).
-      expect(cached.readRangeJoined(other, q(after))).toEqual(page);
-      expect(cached.readRangeJoined(other, q(after))).toEqual(page);
+      expect(checked(cached.readRangeJoined(other, q(after)))).toEqual(page);
+      expect(checked(cached.readRangeJoined(other, q(after)))).toEqual(page);
     }
     const ofOther = Math.floor((head + 1) / 512);
     expect(cache.stats().chunks).toBe(held + ofOther);

@@ -79,6 +79,8 @@ interface Chunk {
   offsets: Float64Array | null;
   /** Creation times of the ephemeral events, by index; null when there is none. */
   ephemeral: Map<number, number> | null;
+  /** Whether the text is ASCII only (its UTF-8 length is then its length). */
+  ascii: boolean;
   bytes: number;
 }
 
@@ -133,7 +135,10 @@ export class ReadCache {
 
   private cut(sid: number, q: RangeQuery, source: ChunkSource): JoinedRange | undefined {
     if ((q.eventTypes !== undefined && q.eventTypes.length > 0) || q.limit <= 0) return undefined;
-    const pieces: string[] = [];
+    let json: string | undefined;
+    let ascii = true;
+    // Pieces are concatenated, not joined: V8 links them and the answer's write copies them once.
+    const piece = (text: string) => (json = json === undefined ? text : `${json},${text}`);
     let count = 0;
     let first = 0;
     let last = 0;
@@ -156,7 +161,7 @@ export class ReadCache {
       for (; i < n && count < q.limit; i++) {
         const createdMs = chunk.ephemeral?.get(i);
         if (createdMs !== undefined && hidden(createdMs)) {
-          if (runFrom >= 0) pieces.push(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
+          if (runFrom >= 0) piece(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
           runFrom = -1;
           continue;
         }
@@ -166,9 +171,11 @@ export class ReadCache {
         count++;
         if (runFrom < 0) runFrom = i;
       }
-      if (runFrom >= 0) pieces.push(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
+      if (runFrom >= 0) piece(chunk.text.substring(chunk.starts[runFrom]!, chunk.starts[i]! - 1));
+      ascii &&= chunk.ascii;
     }
-    return { count, first, last, json: pieces.length === 1 ? pieces[0]! : pieces.join(',') };
+    if (json === undefined) return { count: 0, first: 0, last: 0, json: '' };
+    return ascii ? { count, first, last, json, jsonBytes: json.length } : { count, first, last, json };
   }
 
   /**
@@ -243,8 +250,10 @@ function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSou
     }
   }
   const text = rows.count === 0 ? '' : rows.texts.replaceAll(CHUNK_SEPARATOR, ',');
-  return { text, starts, first: start, offsets, ephemeral, bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
+  return { text, starts, first: start, offsets, ephemeral, ascii: !NOT_ASCII.test(text), bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
 }
+
+const NOT_ASCII = /[^\u0000-\u007f]/;
 
 /** The index of the first offset above `after` (offsets ascending). */
 function firstAbove(offsets: Float64Array, after: number): number {

@@ -71,6 +71,8 @@ export interface JoinedRange {
   last: number;
   /** The bodies joined by ","; empty when there is none. */
   json: string;
+  /** The UTF-8 length of `json` when it is known without counting (the read cache knows it for texts of ASCII only). */
+  jsonBytes?: number;
 }
 
 /** The select of a range's rows (offset, body) in offset order, shared by both range reads. */

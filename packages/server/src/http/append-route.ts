@@ -43,6 +43,8 @@ export interface AppendReply {
    * Streams append, durable-streams/routes.ts). A `204` never carries a body or its length.
    */
   readonly contentType?: string | null | undefined;
+  /** The UTF-8 length of `text` when the route knows it without counting (a page from the read cache). */
+  readonly bytes?: number | undefined;
 }
 
 /** The answer, which is also what the hooks were told (one object per request, nothing more). */

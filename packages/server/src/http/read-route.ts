@@ -78,6 +78,7 @@ export type ReadAnswerer = (
 
 interface MutableAnswer extends AnswerInPlace {
   text: string;
+  bytes: number | undefined;
   headers: AnswerHeaders | undefined;
   contentType: string | null;
 }
@@ -90,13 +91,14 @@ export function readAnswerer(options: ReadRouteOptions): ReadAnswerer {
     let status: number;
     let text: string;
     let tag: string | undefined;
+    let bytes: number | undefined;
     let errorCode: ErrorCode | undefined;
     try {
       const address = parseStreamAddress(target.path);
       route = READ_ROUTE;
       const principal = authenticate(headers, tokens);
       const page = pageRead(target.query, false, undefined);
-      ({ status, text, tag } = pageAnswer(await service.read(principal.projectId, address.path, page), page, headers.get('if-none-match')));
+      ({ status, text, tag, bytes } = pageAnswer(await service.read(principal.projectId, address.path, page), page, headers.get('if-none-match')));
     } catch (error) {
       ({ status, text, code: errorCode } = errorAnswer(error, logger, route));
     }
@@ -107,6 +109,7 @@ export function readAnswerer(options: ReadRouteOptions): ReadAnswerer {
       durationMs: performance.now() - started,
       errorCode,
       text,
+      bytes,
       headers: undefined,
       // A 304 and an answer without a body (a client that went away) carry no content type.
       contentType: text === '' ? null : JSON_TYPE,

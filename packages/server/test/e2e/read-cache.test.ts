@@ -59,7 +59,8 @@ describe('the read cache', () => {
     let s = 1;
     const random = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     for (let i = 0; i < 60; i++) {
-      const after = Math.floor(random() * 3100);
+      // Offset 1 is the stream's created event, which the type filter would leave out.
+      const after = 1 + Math.floor(random() * 3100);
       const limit = [1, 37, 500][i % 3];
       const ephemeral = i % 2 === 0 ? '&includeEphemeral=true' : '';
       const query = `?afterOffset=${after}&limit=${limit}${ephemeral}`;
@@ -73,6 +74,26 @@ describe('the read cache', () => {
     const bytes = metric(metrics, 'rivulet_read_cache_bytes')!;
     expect(bytes).toBeGreaterThan(0);
     expect(bytes).toBeLessThanOrEqual(1024 * 1024);
+  });
+
+  it('gives pages of ASCII-only events their length without counting, and gets it right', async () => {
+    const server = await serve();
+    const base = `${server.url}/v1/streams/cache/ascii`;
+    const events = Array.from({ length: 2000 }, (_, n) => ({ type: 't', payload: { n, pad: 'p'.repeat(n % 90) } }));
+    const appended = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(events) });
+    expect(appended.status).toBe(200);
+    // After offset 1, the stream's created event, which the type filter would leave out.
+    for (const after of [1, 700, 1000]) {
+      const viaSql = await text(`${base}?afterOffset=${after}&limit=500&eventTypes=t`);
+      for (let read = 0; read < 3; read++) {
+        const response = await fetch(`${base}?afterOffset=${after}&limit=500`);
+        const body = Buffer.from(await response.arrayBuffer());
+        expect(Number(response.headers.get('content-length'))).toBe(body.length);
+        expect(body.toString('utf8')).toBe(viaSql);
+      }
+    }
+    const metrics = await text(`${server.url}/metrics`);
+    expect(metric(metrics, 'rivulet_read_cache_pages{outcome="hit"}')).toBeGreaterThanOrEqual(6);
   });
 
   it('is off with --read-cache-mb 0: no cache metrics, the same pages', async () => {

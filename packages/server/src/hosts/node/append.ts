@@ -44,8 +44,8 @@ export function isPlainHost(host: string): boolean {
   return PLAIN_HOST.test(host);
 }
 
-function send(outgoing: ServerResponse, { status, text, headers, contentType }: AppendReply): void {
-  const length = Buffer.byteLength(text);
+function send(outgoing: ServerResponse, { status, text, headers, contentType, bytes }: AppendReply): void {
+  const length = bytes ?? Buffer.byteLength(text);
   if (headers === undefined && contentType === undefined) outgoing.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': length });
   else {
     // A flat list keeps every field the hooks gave, in order, like the front writes them.
