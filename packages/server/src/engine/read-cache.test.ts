@@ -49,7 +49,8 @@ function arraySource(rows: readonly Row[]): ChunkSource & { loads: number } {
       source.loads++;
       const inRange = rows.filter((r) => r.offset >= from && r.offset < to);
       const ephemerals = inRange.filter((r) => r.ephemeral).map((r) => `${r.offset}:${r.createdMs}`);
-      return { count: inRange.length, texts: inRange.map((r) => r.text).join(CHUNK_SEPARATOR), ephemerals: ephemerals.length ? ephemerals.join(',') : null };
+      const textBytes = inRange.reduce((n, r) => n + Buffer.byteLength(r.text), 0);
+      return { count: inRange.length, texts: inRange.map((r) => r.text).join(CHUNK_SEPARATOR), ephemerals: ephemerals.length ? ephemerals.join(',') : null, textBytes };
     },
     offsets: (from: number, to: number) => rows.filter((r) => r.offset >= from && r.offset < to).map((r) => r.offset),
   };

@@ -38,6 +38,8 @@ export interface ChunkRows {
   count: number;
   /** The texts in offset order, joined by CHUNK_SEPARATOR ('' when count is 0). */
   texts: string;
+  /** The texts' UTF-8 length, all together (separators not counted). */
+  textBytes: number;
   /** `offset:createdMs` of each ephemeral event, joined by commas; null when there is none. */
   ephemerals: string | null;
 }
@@ -55,7 +57,7 @@ export interface ChunkSource {
  * readRangeJoined), and its ephemeral rows; the offsets only when some are missing.
  */
 const CHUNK_ROWS = `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
-  group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END)
+  group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END), coalesce(sum(length(CAST(body AS BLOB))), 0)
   FROM (SELECT ofs, body, ephemeral, created_ms FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs LIMIT -1)`;
 const CHUNK_OFFSETS = `SELECT ofs FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
 
@@ -63,7 +65,7 @@ export function sqlChunkSource(storage: SqlStorage, sid: number): ChunkSource {
   return {
     rows: (from, to) => {
       const row = storage.execRows(CHUNK_ROWS, sid, from, to)[0]!;
-      return { count: row[0] as number, texts: (row[1] as string | null) ?? '', ephemerals: row[2] as string | null };
+      return { count: row[0] as number, texts: (row[1] as string | null) ?? '', ephemerals: row[2] as string | null, textBytes: row[3] as number };
     },
     offsets: (from, to) => storage.execRows(CHUNK_OFFSETS, sid, from, to).map((row) => row[0] as number),
   };
@@ -250,10 +252,11 @@ function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSou
     }
   }
   const text = rows.count === 0 ? '' : rows.texts.replaceAll(CHUNK_SEPARATOR, ',');
-  return { text, starts, first: start, offsets, ephemeral, ascii: !NOT_ASCII.test(text), bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
+  // ASCII only exactly when its UTF-8 length is its length in UTF-16 units (any other character
+  // takes more bytes than units), separators counted on both sides.
+  const ascii = rows.textBytes + Math.max(0, rows.count - 1) === text.length;
+  return { text, starts, first: start, offsets, ephemeral, ascii, bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
 }
-
-const NOT_ASCII = /[^\u0000-\u007f]/;
 
 /** The index of the first offset above `after` (offsets ascending). */
 function firstAbove(offsets: Float64Array, after: number): number {
