@@ -45,14 +45,14 @@ function reference(rows: readonly Row[], q: RangeQuery): JoinedRange {
 function arraySource(rows: readonly Row[]): ChunkSource & { loads: number } {
   const source = {
     loads: 0,
-    rows(from: number, to: number) {
+    rows(_sid: number, from: number, to: number) {
       source.loads++;
       const inRange = rows.filter((r) => r.offset >= from && r.offset < to);
       const ephemerals = inRange.filter((r) => r.ephemeral).map((r) => `${r.offset}:${r.createdMs}`);
       const textBytes = inRange.reduce((n, r) => n + Buffer.byteLength(r.text), 0);
       return { count: inRange.length, texts: inRange.map((r) => r.text).join(CHUNK_SEPARATOR), ephemerals: ephemerals.length ? ephemerals.join(',') : null, textBytes };
     },
-    offsets: (from: number, to: number) => rows.filter((r) => r.offset >= from && r.offset < to).map((r) => r.offset),
+    offsets: (_sid: number, from: number, to: number) => rows.filter((r) => r.offset >= from && r.offset < to).map((r) => r.offset),
   };
   return source;
 }

@@ -11,7 +11,8 @@
  * - Only whole chunks below the committed head are held: those rows are durable and never change,
  *   and none can be added to them. A page that reaches into the head's own chunk is read with SQL.
  * - Rows are only ever deleted (ephemeral events past retention, destroyed lifetimes), and
- *   StreamStore forgets a stream's chunks whenever it deletes any of its rows.
+ *   StreamStore forgets a stream's chunks whenever it deletes rows of a readable stream (a
+ *   destroyed lifetime's purge comes after its destroy forgot them).
  * - A type filter (`eventTypes`) needs a column the cache does not keep: those pages go to SQL.
  *
  * A page loads the chunks it lacks only when another page started in the same chunk recently
@@ -44,15 +45,15 @@ export interface ChunkRows {
   ephemerals: string | null;
 }
 
-/** Where the cache reads a stream's rows `from <= offset < to`, in offset order. */
+/** Where the cache reads stream `sid`'s rows `from <= offset < to`, in offset order. */
 export interface ChunkSource {
-  rows(from: number, to: number): ChunkRows;
+  rows(sid: number, from: number, to: number): ChunkRows;
   /** The offsets that exist in the range (asked only when some are missing). */
-  offsets(from: number, to: number): number[];
+  offsets(sid: number, from: number, to: number): number[];
 }
 
 /**
- * A chunk's rows of stream `sid` as SQL gives them: the texts of every row of the range joined by
+ * A chunk's rows as SQL gives them: the texts of every row of the range joined by
  * the separator, in offset order (the LIMIT keeps the inner ORDER BY, as in StreamStore's
  * readRangeJoined), and its ephemeral rows; the offsets only when some are missing.
  */
@@ -61,13 +62,13 @@ const CHUNK_ROWS = `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.c
   FROM (SELECT ofs, body, ephemeral, created_ms FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs LIMIT -1)`;
 const CHUNK_OFFSETS = `SELECT ofs FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
 
-export function sqlChunkSource(storage: SqlStorage, sid: number): ChunkSource {
+export function sqlChunkSource(storage: SqlStorage): ChunkSource {
   return {
-    rows: (from, to) => {
+    rows: (sid, from, to) => {
       const row = storage.execRows(CHUNK_ROWS, sid, from, to)[0]!;
       return { count: row[0] as number, texts: (row[1] as string | null) ?? '', ephemerals: row[2] as string | null, textBytes: row[3] as number };
     },
-    offsets: (from, to) => storage.execRows(CHUNK_OFFSETS, sid, from, to).map((row) => row[0] as number),
+    offsets: (sid, from, to) => storage.execRows(CHUNK_OFFSETS, sid, from, to).map((row) => row[0] as number),
   };
 }
 
@@ -76,8 +77,7 @@ interface Chunk {
   text: string;
   /** Event i's text is text[starts[i], starts[i + 1] - 1); count + 1 entries. */
   starts: Uint32Array;
-  /** Event i's offset: first + i when dense, else offsets[i]. */
-  first: number;
+  /** Event i's offset: the chunk's first offset + i when dense, else offsets[i]. */
   offsets: Float64Array | null;
   /** Creation times of the ephemeral events, by index; null when there is none. */
   ephemeral: Map<number, number> | null;
@@ -100,6 +100,11 @@ export class ReadCache {
   private readonly refused = new Set<string>();
   /** Chunks a page started in and lacked a chunk, recently (admit). */
   private readonly recentStarts = new Set<string>();
+  /**
+   * How many entries of the three above each stream has: forget, which retention calls from an
+   * append whenever it deleted rows, returns at once for a stream the cache knows nothing of.
+   */
+  private readonly entries = new Map<number, number>();
   private bytes = 0;
   private hits = 0;
   private misses = 0;
@@ -121,6 +126,7 @@ export class ReadCache {
 
   /** Drops what is held of stream `sid` (some of its rows were deleted). */
   forget(sid: number): void {
+    if (!this.entries.delete(sid)) return;
     const prefix = `${sid}:`;
     for (const [key, chunk] of this.chunks) {
       if (!key.startsWith(prefix)) continue;
@@ -157,7 +163,7 @@ export class ReadCache {
       const chunk = this.chunk(sid, index, start, source, mayLoad);
       if (chunk === undefined) return undefined;
       const n = chunk.starts.length - 1;
-      let i = chunk.offsets === null ? Math.max(0, q.afterOffset + 1 - chunk.first) : firstAbove(chunk.offsets, q.afterOffset);
+      let i = chunk.offsets === null ? Math.max(0, q.afterOffset + 1 - start) : firstAbove(chunk.offsets, q.afterOffset);
       // A run of events taken whole is one substring; an ephemeral event left out ends a run.
       let runFrom = -1;
       for (; i < n && count < q.limit; i++) {
@@ -167,7 +173,7 @@ export class ReadCache {
           runFrom = -1;
           continue;
         }
-        const offset = chunk.offsets === null ? chunk.first + i : chunk.offsets[i]!;
+        const offset = chunk.offsets === null ? start + i : chunk.offsets[i]!;
         if (count === 0) first = offset;
         last = offset;
         count++;
@@ -190,8 +196,21 @@ export class ReadCache {
   private admit(key: string): boolean {
     const again = this.recentStarts.delete(key);
     this.recentStarts.add(key);
-    if (this.recentStarts.size > RECENT_STARTS) this.recentStarts.delete(this.recentStarts.values().next().value as string);
+    if (!again) this.counted(key, 1);
+    if (this.recentStarts.size > RECENT_STARTS) {
+      const oldest = this.recentStarts.values().next().value as string;
+      this.recentStarts.delete(oldest);
+      this.counted(oldest, -1);
+    }
     return again;
+  }
+
+  /** Counts an entry of the stream that `key` (`sid:index`) names in or out of `entries`. */
+  private counted(key: string, change: 1 | -1): void {
+    const sid = Number(key.slice(0, key.indexOf(':')));
+    const n = (this.entries.get(sid) ?? 0) + change;
+    if (n > 0) this.entries.set(sid, n);
+    else this.entries.delete(sid);
   }
 
   /** Chunk `index` (offsets start … start + chunkEvents - 1), held or loaded; undefined if it is not to be loaded now or cannot be held. */
@@ -206,9 +225,10 @@ export class ReadCache {
     }
     if (this.refused.has(key) || !mayLoad()) return undefined;
     const end = start + this.chunkEvents;
-    const chunk = loadChunk(source.rows(start, end), start, end, source);
+    const chunk = loadChunk(source.rows(sid, start, end), start, end, () => source.offsets(sid, start, end));
     if (chunk === undefined || chunk.bytes > this.maxBytes / 4) {
       this.refused.add(key);
+      this.counted(key, 1);
       return undefined;
     }
     this.bytes += chunk.bytes;
@@ -216,8 +236,10 @@ export class ReadCache {
       if (this.bytes <= this.maxBytes) break;
       this.bytes -= old.bytes;
       this.chunks.delete(oldKey);
+      this.counted(oldKey, -1);
     }
     this.chunks.set(key, chunk);
+    this.counted(key, 1);
     return chunk;
   }
 }
@@ -230,7 +252,7 @@ function hiddenTest(q: RangeQuery): (createdMs: number) => boolean {
 }
 
 /** A chunk from its rows; undefined if a text holds the separator (then it is never cut from memory). */
-function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSource): Chunk | undefined {
+function loadChunk(rows: ChunkRows, start: number, end: number, offsetsOf: () => number[]): Chunk | undefined {
   const starts = new Uint32Array(rows.count + 1);
   let at = 0;
   for (let i = 0; i < rows.count; i++) {
@@ -241,7 +263,7 @@ function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSou
   }
   starts[rows.count] = rows.count === 0 ? 1 : at;
   const dense = rows.count === end - start;
-  const offsets = dense ? null : Float64Array.from(source.offsets(start, end));
+  const offsets = dense ? null : Float64Array.from(offsetsOf());
   if (offsets !== null && offsets.length !== rows.count) return undefined;
   let ephemeral: Map<number, number> | null = null;
   if (rows.ephemerals !== null) {
@@ -255,7 +277,7 @@ function loadChunk(rows: ChunkRows, start: number, end: number, source: ChunkSou
   // ASCII only exactly when its UTF-8 length is its length in UTF-16 units (any other character
   // takes more bytes than units), separators counted on both sides.
   const ascii = rows.textBytes + Math.max(0, rows.count - 1) === text.length;
-  return { text, starts, first: start, offsets, ephemeral, ascii, bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
+  return { text, starts, offsets, ephemeral, ascii, bytes: text.length + (rows.count + 1) * EVENT_OVERHEAD_BYTES + 64 };
 }
 
 /** The index of the first offset above `after` (offsets ascending). */

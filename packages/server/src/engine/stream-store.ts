@@ -4,7 +4,7 @@
  */
 import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { sqlChunkSource, type ReadCache } from './read-cache.js';
+import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 import { FORMAT_VERSION } from './schema.js';
 
 /**
@@ -114,12 +114,13 @@ export interface StreamStoreOptions {
   onDeferredErase?(): void;
   /** CHECKPOINT_EVERY unless given (tests use small values to load through derivation often). */
   checkpointEvery?: number;
-  /** Joined pages read again come from it (the Node host's); whatever deletes a stream's rows forgets its chunks. */
+  /** Joined pages read again come from it (the Node host's); deleting a readable stream's rows forgets its chunks. */
   readCache?: ReadCache;
 }
 
 export class StreamStore {
   readonly checkpointEvery: number;
+  private chunkSource: ChunkSource | undefined;
   /** The streams' subscription runtimes holding progress not written yet (readers across streams flush them first). */
   readonly unpersisted = new Set<{ persistDirty(): void }>();
 
@@ -269,7 +270,7 @@ export class StreamStore {
    * the rows it replaces); the storage conformance checks hold the order on every adapter.
    */
   readRangeJoined(sid: number, q: RangeQuery): JoinedRange {
-    const cached = this.options.readCache?.page(sid, q, sqlChunkSource(this.storage, sid));
+    const cached = this.options.readCache?.page(sid, q, (this.chunkSource ??= sqlChunkSource(this.storage)));
     if (cached !== undefined) return cached;
     const { sql, params } = rangeSelect(sid, q);
     const row = this.storage.execRows(`SELECT count(*), min(ofs), max(ofs), group_concat(body, ',') FROM (${sql})`, ...params)[0]!;
@@ -312,7 +313,6 @@ export class StreamStore {
     if (!row) return false;
     this.storage.transaction(
       () => {
-        this.options.readCache?.forget(row.sid);
         const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
         if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
       },
