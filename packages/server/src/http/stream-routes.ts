@@ -58,10 +58,9 @@ export function json(body: unknown, status = 200): Response {
  * stored text is the event's JSON as it was first serialised, so nothing is parsed or re-serialised.
  */
 export function pageText(streamId: string | null, streamMaxOffset: number, eventsJson: string): string {
-  return `${pageHead(streamId, streamMaxOffset)}${eventsJson}]}`;
+  return `{"streamId":${JSON.stringify(streamId)},"streamMaxOffset":${streamMaxOffset},"events":[${eventsJson}]}`;
 }
 
-const pageHead = (streamId: string | null, streamMaxOffset: number): string => `{"streamId":${JSON.stringify(streamId)},"streamMaxOffset":${streamMaxOffset},"events":[`;
 const NOT_ASCII = /[^\u0000-\u007f]/;
 
 /** The page a read query asks for (protocol §5.1): its defaults applied, joined by the store. */
@@ -86,11 +85,11 @@ export function pageAnswer(
   const summary = { streamId: result.streamId, streamMaxOffset: result.streamMaxOffset, count: joined.count, first: joined.first, last: joined.last };
   const tag = pageTag(summary, query);
   if (tag !== undefined && noneMatch(ifNoneMatch, tag)) return { status: 304, text: '', tag };
-  const head = pageHead(result.streamId, result.streamMaxOffset);
-  const text = `${head}${joined.json}]}`;
-  // The UTF-8 length, when the events' is known: spares the answer a scan of the whole page.
-  if (joined.jsonBytes === undefined || NOT_ASCII.test(head)) return { status: 200, text, tag };
-  return { status: 200, text, tag, bytes: head.length + joined.jsonBytes + 2 };
+  const text = pageText(result.streamId, result.streamMaxOffset, joined.json);
+  // The UTF-8 length, when the events' is known: spares the answer a scan of the whole page. The
+  // rest of the page is ASCII unless the stream id is not.
+  if (joined.jsonBytes === undefined || NOT_ASCII.test(result.streamId ?? '')) return { status: 200, text, tag };
+  return { status: 200, text, tag, bytes: text.length - joined.json.length + joined.jsonBytes };
 }
 
 /** A read page as a Response: its tag when it can no longer change, or 304. */
