@@ -23,6 +23,7 @@ import type { JoinedRange, RangeQuery, RawEvent, StreamStore } from './stream-st
 import { SubscriptionRuntime } from './subscription-runtime.js';
 import { decideAndWrite, type CommitContext, type Loaded } from './actor-commit.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
+import type { CopyReceipt, WrittenCopyReceipt } from '../ports/directory.js';
 
 export interface ActorDeps {
   store: StreamStore;
@@ -33,6 +34,8 @@ export interface ActorDeps {
   config: EngineConfig;
   /** Called after every durable commit of this stream (post-commit work; must not throw). */
   afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
+  /** Called once an append's new events are written, before they are durable (must not throw; docs/architecture.md "Copies in the source's commit"). */
+  afterWrite?(actor: StreamActor, fresh: readonly { readonly event: CommittedEvent }[]): void;
   /** Called after a destroy of an existing lifetime is durable (must not throw). */
   afterDestroy?(actor: StreamActor): void;
 }
@@ -42,10 +45,7 @@ export interface AppendHooks {
   committed?(decision: AppendDecision): void;
 }
 
-export interface CopyReceipt {
-  appended: number;
-  dropped: number;
-}
+export type { CopyReceipt } from '../ports/directory.js';
 
 const NO_EVENTS: JoinedRange = Object.freeze({ count: 0, first: 0, last: 0, json: '' });
 
@@ -225,7 +225,10 @@ export class StreamActor {
       this.loaded = null;
       throw error;
     }
-    if (decision !== null && decision.fresh.length > 0) hooks?.committed?.(decision);
+    if (decision !== null && decision.fresh.length > 0) {
+      hooks?.committed?.(decision);
+      this.deps.afterWrite?.(this, decision.fresh);
+    }
     await this.durable();
     if (decision === null) return [];
     // Destroyed while the commit became durable: the events are committed (and erased again);
@@ -249,23 +252,35 @@ export class StreamActor {
    * committed on.
    */
   async receiveCopies(batch: CopyBatch): Promise<CopyReceipt> {
+    const { committed, dropped } = this.startCopies(batch);
+    const events = await committed;
+    return { appended: events.length - (dropped > 0 ? 1 : 0), dropped };
+  }
+
+  /** receiveCopies answered once written (StreamDirectory.writeCopies); `committed` has already rejected if refused. */
+  async writeCopies(batch: CopyBatch): Promise<WrittenCopyReceipt> {
+    const { committed, dropped, inputs } = this.startCopies(batch);
+    await Promise.race([committed, undefined]);
+    return { appended: inputs - (dropped > 0 ? 1 : 0), dropped, durable: committed.then(() => undefined) };
+  }
+
+  private startCopies(batch: CopyBatch): { committed: Promise<CommittedEvent[]>; dropped: number; inputs: number } {
     validateCopyBatch(batch, this);
-    if (batch.events.length === 0) return { appended: 0, dropped: 0 };
-    let dropped = 0;
+    if (batch.events.length === 0) return { committed: Promise.resolve([]), dropped: 0, inputs: 0 };
+    let [dropped, inputs] = [0, 0];
     const committed = this.append((state) => {
       checkFence(state, batch);
       const plan = planCopies(batch, this);
       dropped = plan.dropped.length;
-      // Looked up, if at all, inside the section that decides on them (lookupIdempotent): nothing
-      // is written between the lookup and the decision.
+      inputs = plan.inputs.length;
+      // Their keys are looked up, if at all, in the section that decides on them (lookupIdempotent).
       this.copyInputs = plan.inputs;
       return plan.inputs;
     }, 'platform');
     // append's synchronous section has run by now (it ends at its first await): forget the keys.
     this.copyInputs = null;
     this.knownIdempotent = null;
-    const events = await committed;
-    return { appended: events.length - (dropped > 0 ? 1 : 0), dropped };
+    return { committed, dropped, inputs };
   }
 
   /** Waits until everything written so far is durable; a failed group commit is UNAVAILABLE. */

@@ -81,7 +81,10 @@ export function engineLog(logger: EngineLogger): (message: string, error?: unkno
 
 /** The StreamDirectory of a host whose streams all live in one engine (the Node host's one database). */
 export function localDirectory(registry: () => StreamRegistry): StreamDirectory {
-  return { receiveCopies: (projectId, path, batch) => registry().get(projectId, path).receiveCopies(batch) };
+  return {
+    receiveCopies: (projectId, path, batch) => registry().get(projectId, path).receiveCopies(batch),
+    writeCopies: (projectId, path, batch) => registry().get(projectId, path).writeCopies(batch),
+  };
 }
 
 export function composeEngine(options: EngineOptions): Engine {
@@ -115,6 +118,8 @@ export function composeEngine(options: EngineOptions): Engine {
         lifecycle?.committed(actor, events);
         options.afterCommit?.(actor, events);
       },
+      // Copies into this storage join their source's group commit (docs/architecture.md "Copies in the source's commit").
+      ...(options.receivers['copy-to-stream']?.durableWithSource === true ? { afterWrite: (actor: StreamActor, fresh: readonly { readonly event: CommittedEvent }[]) => delivery.written(actor, fresh) } : {}),
       ...(lifecycle ? { afterDestroy: (actor: StreamActor) => lifecycle.destroyed(actor) } : {}),
     },
     {

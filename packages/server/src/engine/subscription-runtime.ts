@@ -317,7 +317,9 @@ export class SubscriptionRuntime {
     const out: Record<string, SubscriptionRuntimeState> = {};
     for (const row of this.rows.values()) {
       const view: SubscriptionRuntimeState = {
-        acknowledgedOffset: row.cursor,
+        // A copy may pass over events as they are written, before they are durable (docs/architecture.md
+        // "Copies in the source's commit"): never shown beyond the head it is shown with.
+        acknowledgedOffset: Math.min(row.cursor, head),
         lag: Math.max(0, head - row.cursor),
         attempt: row.attempt,
         nextAttemptAt: row.nextAttemptAt,

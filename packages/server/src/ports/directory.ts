@@ -11,6 +11,19 @@ export interface CopyReceipt {
   dropped: number;
 }
 
+/** A receipt given once the copies are written, before they are durable. */
+export interface WrittenCopyReceipt extends CopyReceipt {
+  /** Settles when the copies are durable; rejects when their group commit failed. */
+  durable: Promise<void>;
+}
+
 export interface StreamDirectory {
   receiveCopies(projectId: string | null, path: string, batch: CopyBatch): Promise<CopyReceipt>;
+  /**
+   * Only for a directory whose streams live in the sender's own storage, where a write becomes
+   * durable only together with everything written before it (one SQLite write-ahead log): answers
+   * once the copies are written into the open group commit, refusals as receiveCopies does
+   * (docs/architecture.md "Copies in the source's commit").
+   */
+  writeCopies?(projectId: string | null, path: string, batch: CopyBatch): Promise<WrittenCopyReceipt>;
 }

@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent } from '@rivulet/contract';
 import type { CopyBatch } from '../../src/core/copy-builder.js';
 import type { CopyReceipt, StreamActor } from '../../src/engine/actor.js';
+import type { WrittenCopyReceipt } from '../../src/ports/directory.js';
 import type { Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
@@ -211,14 +212,16 @@ interface Held {
 }
 
 /**
- * Wraps the receiving actor's trusted entry point so that every delivery waits in `held` until
- * the test passes or fails it. `release()` restores the real method and lets later calls through.
+ * Wraps the receiving actor's trusted entry point (on the Node host `writeCopies`: copies join their
+ * source's group commit, docs/architecture.md "Copies in the source's commit") so that every
+ * delivery waits in `held` until the test passes or fails it. `release()` restores the real method
+ * and lets later calls through.
  */
 function holdDeliveries(actor: StreamActor): { held: Held[]; release(): void } {
-  const original = actor.receiveCopies.bind(actor);
+  const original = actor.writeCopies.bind(actor);
   const held: Held[] = [];
-  actor.receiveCopies = (batch: CopyBatch) =>
-    new Promise<CopyReceipt>((resolve, reject) => {
+  actor.writeCopies = (batch: CopyBatch) =>
+    new Promise<WrittenCopyReceipt>((resolve, reject) => {
       held.push({
         batch,
         pass: () => {
@@ -232,7 +235,7 @@ function holdDeliveries(actor: StreamActor): { held: Held[]; release(): void } {
   return {
     held,
     release: () => {
-      Reflect.deleteProperty(actor, 'receiveCopies');
+      Reflect.deleteProperty(actor, 'writeCopies');
     },
   };
 }

@@ -18,6 +18,8 @@ export interface CollectLimits {
   maxBytes: number;
   /** Rows read per round at most. */
   scanRows: number;
+  /** Read up to this offset (default: the durable head; SendLoop.headFor). */
+  head?: number;
 }
 
 export type Collected =
@@ -68,7 +70,7 @@ export async function collectBatch(
   limits: CollectLimits,
 ): Promise<Collected> {
   const sid = actor.sid;
-  const head = actor.durableHead;
+  const head = limits.head ?? actor.durableHead;
   if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
   const filter = entry.configuration.filter;
   const withCondition = Boolean(filter?.jsonataCondition);

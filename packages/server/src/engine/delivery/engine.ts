@@ -36,6 +36,12 @@ export class DeliveryEngine {
     sender.poke();
   }
 
+  /** Events were written, not yet durable: copies that go with them start now (StreamSender.written). */
+  written(actor: StreamActor, events: readonly { readonly event: CommittedEvent }[]): void {
+    if (this.closed || (!this.senders.has(actor) && actor.subscriptions.size === 0)) return;
+    this.sender(actor).written(events);
+  }
+
   /** The actor left memory: drop its sender (it has no subscriptions and nothing in flight). */
   forget(actor: StreamActor): void {
     this.senders.get(actor)?.close();

@@ -68,6 +68,7 @@ export class DeliveryFailures implements FailureHandling {
     const { actor } = loop;
     const row = loop.current(key, flight);
     if (!row) return;
+    loop.writtenThrough.failed(key);
     const knobs = loop.knobs;
     const lastError = cut(error);
     const now = loop.clock.now();

@@ -81,3 +81,20 @@ export function passOver(
   if (due) rows.persistDirty();
   return passed === rows.size;
 }
+
+/**
+ * Whether a copy subscription's type filter may match one of `fresh` (events not ephemeral; the
+ * JSONata condition is left to the read): StreamSender.written starts such copies before the commit.
+ */
+export function copyMayMatch(byKey: Readonly<Record<string, OutboundEntry>>, fresh: readonly { readonly event: CommittedEvent }[]): boolean {
+  for (const key in byKey) {
+    const configuration = byKey[key]!.configuration;
+    if (configuration.receiver.action !== 'copy-to-stream') continue;
+    const types = configuration.filter?.eventTypes;
+    for (let i = 0; i < fresh.length; i++) {
+      const event = fresh[i]!.event;
+      if (event.ephemeral !== true && (types === undefined || types.includes(event.type))) return true;
+    }
+  }
+  return false;
+}

@@ -105,11 +105,12 @@ export class DeliveryPreparer {
     const single = row.isolate || entry.configuration.receiver.action === 'webhook-post';
     const collected: Owed = readsAhead(entry, row)
       ? await this.readAhead.next(key, flight.run, entry, row.cursor)
-      : await collectBatch(actor, entry, row.cursor, { maxEvents: single ? 1 : MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
+      : await collectBatch(actor, entry, row.cursor, { maxEvents: single ? 1 : MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head: this.loop.headFor(entry) });
     const current = this.loop.current(key, flight);
     if (!current) return undefined;
     if (collected.kind === 'none') {
-      passOver(actor, (r) => this.loop.write(r), current, collected.scannedTo);
+      // With copies still waiting for durability, the cursor passes these events when they are durable.
+      if (!this.loop.writtenThrough.passed(key, flight.run, collected.scannedTo)) passOver(actor, (r) => this.loop.write(r), current, collected.scannedTo);
       return undefined;
     }
     if (collected.kind === 'condition-error' && collected.events.length === 0) {
@@ -155,11 +156,12 @@ export class DeliveryPreparer {
   async ahead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
     try {
       const { actor } = this.loop;
-      if (cursor >= actor.durableHead) return undefined;
+      const head = this.loop.headFor(entry);
+      if (cursor >= head) return undefined;
       const owed: Owed =
         entry.configuration.receiver.action === 'webhook-post'
           ? await this.readAhead.next(key, flight.run, entry, cursor)
-          : await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000 });
+          : await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head });
       if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const delivered: DeliveredEvent[] = [];
       if (transformOf(entry) === undefined) for (const event of owed.events) delivered.push(deliveredAsStored(event));

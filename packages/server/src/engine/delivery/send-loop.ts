@@ -17,6 +17,7 @@ import type { ServerMetrics } from '../metrics.js';
 import type { Receivers } from '../receivers/receiver.js';
 import type { FlightCalls } from './flight-calls.js';
 import type { ProcessorWaker } from './processor-port.js';
+import type { WrittenThrough } from './written-through.js';
 
 /** One delivery of one key, started in one run (a run: protocol §12.1). */
 export interface Flight {
@@ -47,9 +48,16 @@ export interface SendLoop {
   readonly knobs: LadderKnobs;
   /** The delivery under way per key (a processor step counts as one). */
   readonly flights: Map<string, Flight>;
+  /** Copies written and not yet durable, per key (written-through.ts). */
+  readonly writtenThrough: WrittenThrough;
   readonly failures: FailureHandling;
   /** The run of `row` in the lifetime `streamId`. */
   runOf(streamId: string, row: SubscriptionRow): string;
+  /**
+   * How far `entry` may read: the durable head, or the written head for copies whose receiver is
+   * durable with its source (Receiver.durableWithSource).
+   */
+  headFor(entry: OutboundEntry): number;
   /** The row, while `flight` is still the current delivery of its run. */
   current(key: string, flight: Flight): SubscriptionRow | undefined;
   /** Writes delivery progress (not synced on its own, protocol §12.9). */

@@ -27,10 +27,11 @@ import { outcomeOf, recordAttempt } from './attempt-record.js';
 import { DeliveryFailures } from './failures.js';
 import { FlightCalls } from './flight-calls.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
-import { passOver, QuietIndex } from './pass-over.js';
+import { copyMayMatch, passOver, QuietIndex } from './pass-over.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
 import type { Flight, SendLoop } from './send-loop.js';
+import { acknowledgeWhenDurable, WrittenThrough } from './written-through.js';
 
 export interface SenderDeps {
   clock: Clock;
@@ -56,6 +57,7 @@ const runOf = (streamId: string, row: SubscriptionRow) => `${streamId}:${row.run
 /** The sender is the SendLoop its helpers share (send-loop.ts). */
 export class StreamSender implements SendLoop {
   readonly flights = new Map<string, Flight>();
+  readonly writtenThrough = new WrittenThrough();
   private readonly alarm: StreamAlarm;
   /** The alarm is set (a retry, a deadline or an idle teardown is due at some time). */
   private armed = false;
@@ -73,6 +75,7 @@ export class StreamSender implements SendLoop {
     private readonly deps: SenderDeps,
   ) {
     this.alarm = deps.alarms.create(() => this.check());
+    this.copiesWithSource = deps.receivers['copy-to-stream']?.durableWithSource === true;
     this.failures = new DeliveryFailures(this);
     this.preparer = new DeliveryPreparer(this);
   }
@@ -109,6 +112,20 @@ export class StreamSender implements SendLoop {
     return runOf(streamId, row);
   }
 
+  /** Copies go into the source's own storage (Receiver.durableWithSource, docs/architecture.md "Copies in the source's commit"). */
+  private readonly copiesWithSource: boolean;
+
+  headFor(entry: OutboundEntry): number {
+    return this.copiesWithSource && entry.configuration.receiver.action === 'copy-to-stream' ? this.actor.head : this.actor.durableHead;
+  }
+
+  /** `events` were just written: a copy that may match one is checked next microtask, before this turn's group commit. */
+  written(events: readonly { readonly event: CommittedEvent }[]): void {
+    if (this.closed || !this.copiesWithSource) return;
+    const outbound = this.actor.coreState?.subscriptions.outbound;
+    if (outbound !== undefined && copyMayMatch(outbound.byKey, events)) this.recheck();
+  }
+
   log(message: string, error?: unknown): void {
     this.deps.log(message, error);
   }
@@ -125,13 +142,13 @@ export class StreamSender implements SendLoop {
    * the stream's next commit, which loads the actor and pokes a new sender.
    */
   get busy(): boolean {
-    if (this.flights.size > 0 || this.armed || (this.processors?.connections ?? 0) > 0) return true;
+    if (this.flights.size > 0 || this.armed || this.writtenThrough.size > 0 || (this.processors?.connections ?? 0) > 0) return true;
     const state = this.actor.coreState;
     if (!state || this.closed) return false;
-    const head = this.actor.durableHead;
     for (const row of this.actor.subscriptions.all()) {
-      if (row.halted || state.subscriptions.outbound.byKey[row.key] === undefined) continue;
-      if (row.cursor < head || row.inflightDeadlineAt !== null || row.nextAttemptAt !== null) return true;
+      const entry = state.subscriptions.outbound.byKey[row.key];
+      if (row.halted || entry === undefined) continue;
+      if (row.cursor < this.headFor(entry) || row.inflightDeadlineAt !== null || row.nextAttemptAt !== null) return true;
     }
     return false;
   }
@@ -201,7 +218,6 @@ export class StreamSender implements SendLoop {
     }
     this.preparer.retain((key) => state.subscriptions.outbound.byKey[key] !== undefined);
     const now = this.deps.clock.now();
-    const head = this.actor.durableHead;
     let earliest = Number.POSITIVE_INFINITY;
     for (const row of [...this.actor.subscriptions.all()]) {
       const entry = state.subscriptions.outbound.byKey[row.key];
@@ -219,7 +235,9 @@ export class StreamSender implements SendLoop {
         earliest = Math.min(earliest, this.processorDriver.check(row, entry, now));
         continue;
       }
-      if (row.cursor >= head && row.inflightDeadlineAt === null) continue;
+      // A stored watchdog of copies that wait for durability is cleared when they are (written-through.ts).
+      const from = this.writtenThrough.cursor(row.key, runOf(state.streamId, row), row);
+      if (from >= this.headFor(entry) && (row.inflightDeadlineAt === null || from > row.cursor)) continue;
       void this.deliver(row.key);
     }
     this.armed = Number.isFinite(earliest);
@@ -282,9 +300,11 @@ export class StreamSender implements SendLoop {
     const entry = this.entryOf(key);
     if (!current || !entry) return STOP;
     const action = entry.configuration.receiver.action;
+    // Copies written but not yet durable are read past (written-through.ts).
+    const from = this.writtenThrough.cursor(key, flight.run, current);
     // A delivery prepared during the previous call was read after that call's cursor, as attempt 1.
-    const usable = ahead !== undefined && ahead.cursorBefore === current.cursor && current.attempt === 0 && !current.isolate;
-    const prepared = usable ? ahead : await this.preparer.prepare(key, entry, current, flight);
+    const usable = ahead !== undefined && ahead.cursorBefore === from && current.attempt === 0 && !current.isolate;
+    const prepared = usable ? ahead : await this.preparer.prepare(key, entry, from === current.cursor ? current : { ...current, cursor: from }, flight);
     if (!prepared) return STOP;
     current = this.current(key, flight);
     if (!current) return STOP;
@@ -330,16 +350,23 @@ export class StreamSender implements SendLoop {
       durationMs: finished - started,
     });
     if (!outcome.ok) {
-      const first = prepared.delivered[0]!.event.offset;
-      await this.failures.failed(key, entry, flight, { kind: outcome.kind, batchSize: prepared.delivered.length, firstOffset: first }, outcome.error);
+      const failure = { kind: outcome.kind, batchSize: prepared.delivered.length, firstOffset: prepared.delivered[0]!.event.offset };
+      await this.failures.failed(key, entry, flight, failure, outcome.error);
       return STOP;
     }
-    const completion = Math.max(0, finished - Date.parse(prepared.delivered[prepared.delivered.length - 1]!.event.createdAt));
+    const completion = Math.max(0, finished - Date.parse(prepared.delivered.at(-1)!.event.createdAt));
     this.actor.subscriptions.measure(key, completion, finished - started);
     this.deps.metrics?.deliveryLatency.observe(completion / 1000, { action });
-    const cursor = Math.max(current.cursor, prepared.cursorAfter);
+    const cursor = Math.max(from, prepared.cursorAfter);
+    if (outcome.durable !== undefined) {
+      // The cursor moves once the copies are durable; a backlog waits for each batch's sync (written-through.ts).
+      acknowledgeWhenDurable(this, key, flight.run, cursor, prepared.bytes, outcome.durable);
+      if (next === undefined || cursor >= this.headFor(entry)) return STOP;
+      await outcome.durable.catch(() => undefined);
+      return { again: true, next: await next };
+    }
     const done = succeeded(current, cursor, prepared.bytes);
-    if (next === undefined || cursor >= this.actor.durableHead) {
+    if (next === undefined || cursor >= this.headFor(entry)) {
       this.actor.subscriptions.update(done);
       return STOP;
     }

@@ -17,8 +17,15 @@ export function copyBatchEvent({ event, shaped, fieldsJson }: DeliveredEvent): C
   return copy;
 }
 
+/**
+ * A directory that can write copies into the source's own storage (`writeCopies`, the Node host)
+ * makes the receiver durable with its source: a batch is answered once written, and the outcome
+ * carries the promise of its durability (Receiver.durableWithSource).
+ */
 export function copyReceiver(directory: StreamDirectory): Receiver {
+  const write = directory.writeCopies?.bind(directory);
   return {
+    durableWithSource: write !== undefined,
     async deliver(ctx, events) {
       const receiver = ctx.entry.configuration.receiver;
       if (receiver.action !== 'copy-to-stream') throw new Error('copy receiver given another action');
@@ -33,6 +40,10 @@ export function copyReceiver(directory: StreamDirectory): Receiver {
         events: events.map(copyBatchEvent),
       };
       try {
+        if (write !== undefined) {
+          const receipt = await write(ctx.projectId, receiver.receivingStreamPath, batch);
+          return { ok: true, dropped: receipt.dropped, durable: receipt.durable };
+        }
         const receipt = await directory.receiveCopies(ctx.projectId, receiver.receivingStreamPath, batch);
         return { ok: true, dropped: receipt.dropped };
       } catch (error) {

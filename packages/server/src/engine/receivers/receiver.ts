@@ -30,11 +30,24 @@ export interface AnswerFacts {
 }
 
 export type DeliveryOutcome =
-  | ({ ok: true; /** Events the receiving stream dropped (cycle, hop limit). */ dropped?: number } & AnswerFacts)
+  | ({
+      ok: true;
+      /** Events the receiving stream dropped (cycle, hop limit). */
+      dropped?: number;
+      /** From a receiver durable with its source: settles when what it stored is durable, rejects if that failed. */
+      durable?: Promise<void>;
+    } & AnswerFacts)
   | ({ ok: false; kind: FailureKind; error: string } & AnswerFacts);
 
 export interface Receiver {
   deliver(ctx: DeliveryContext, events: readonly DeliveredEvent[]): Promise<DeliveryOutcome>;
+  /**
+   * What this receiver stores becomes durable only together with everything the source wrote
+   * before it (a copy into the same SQLite database: one write-ahead log, made durable as a
+   * prefix). The sender may then hand it events that are written but not yet durable, so a copy
+   * joins its source's group commit (docs/architecture.md "Copies in the source's commit").
+   */
+  durableWithSource?: boolean;
 }
 
 export type ReceiverAction = 'copy-to-stream' | 'itx-call' | 'webhook-post' | 'processor-wake';

@@ -1,0 +1,104 @@
+/**
+ * Copies in the source's commit (docs/architecture.md "Copies in the source's commit"): over one
+ * SQLite database with group commit and `full` durability, a copy subscription writes its copies
+ * in the group commit of the events it copies, so both are durable, shown and answered together;
+ * the subscription's cursor moves only once the copies are durable; and a group commit that fails
+ * after the copies were written loses nothing: the copies are made again.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CommittedEvent } from '@rivulet/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteStorage } from '../../src/adapters/sqlite/sqlite-storage.js';
+import type { CopyBatch } from '../../src/core/copy-builder.js';
+import { createHarness, waitFor, type Harness } from './harness.js';
+import { copySub, x } from './payloads.js';
+
+let h: Harness;
+let dir: string;
+afterEach(async () => {
+  await h.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function sqliteHarness(): Promise<Harness> {
+  dir = mkdtempSync(join(tmpdir(), 'rivulet-copy-with-source-'));
+  return createHarness({ storage: new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'full' }) });
+}
+
+const copiedOffsets = (events: CommittedEvent[]) => events.flatMap((e) => (e.source?.copiedFrom ?? []).slice(-1).map((hop) => hop.offset));
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('copies in the source commit', () => {
+  it('a copy is durable, shown and acknowledged together with the event it copies, never before', async () => {
+    h = await sqliteHarness();
+    await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
+    await h.configure('/a', copySub('other', '/o', { eventTypes: ['app/never'] }));
+    const [first] = await h.append('/a', x(1));
+    await h.caughtUp('/a', 'k');
+    await h.caughtUp('/a', 'other');
+    expect(copiedOffsets(h.events('/r'))).toEqual([first!.offset]);
+
+    const receiverHead = h.head('/r');
+    const cursor = h.sub('/a', 'k').acknowledgedOffset;
+    const pending = h.append('/a', x(2));
+    // The copy has been written in this turn (its group commit follows), but nothing is durable yet.
+    await nextTurn();
+    expect(h.actor('/r').head).toBe(receiverHead + 1);
+    expect(h.head('/r')).toBe(receiverHead);
+    expect(h.sub('/a', 'k').acknowledgedOffset).toBe(cursor);
+    // The subscription that matches nothing passed over the new event as it was written: it is
+    // shown no further than the durable head.
+    expect(h.sub('/a', 'other')).toMatchObject({ acknowledgedOffset: h.head('/a'), lag: 0 });
+    const [second] = await pending;
+    // As soon as the source's append is answered, its copy can be read on the receiving stream.
+    expect(h.head('/r')).toBe(receiverHead + 1);
+    expect(copiedOffsets(h.events('/r'))).toEqual([first!.offset, second!.offset]);
+    await waitFor(() => h.sub('/a', 'k').acknowledgedOffset === second!.offset || undefined, 'the cursor past the durable copy');
+    expect(h.sub('/a', 'k')).toMatchObject({ attempt: 0, lastError: null, inFlightDeadlineAt: null });
+  });
+
+  it('a chain of copies is written in one group commit: the last stream shows it once the first append is answered', async () => {
+    h = await sqliteHarness();
+    await h.configure('/a', copySub('ab', '/b'));
+    await h.configure('/b', copySub('bc', '/c'));
+    await h.append('/a', x(0));
+    await h.caughtUp('/a', 'ab');
+    await h.caughtUp('/b', 'bc');
+    const [event] = await h.append('/a', x(1));
+    const atC = h.events('/c').filter((e) => e.type === 'app/x');
+    expect(atC.map((e) => (e.source?.copiedFrom ?? []).map((hop) => [hop.path, hop.offset]))).toContainEqual([
+      ['/a', event!.offset],
+      ['/b', h.events('/b').find((e) => e.source?.copiedFrom?.[0]?.offset === event!.offset)!.offset],
+    ]);
+  });
+
+  it('copies whose group commit fails are made again; the cursor never passed them', async () => {
+    h = await sqliteHarness();
+    const storage = h.storage as SqliteStorage;
+    const offsets = (await h.append('/a', x(1), x(2), x(3))).map((e) => e.offset);
+    // One group commit fails: a deferred foreign key broken in the copies' own turn.
+    storage.db.pragma('foreign_keys = ON');
+    storage.run(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`);
+    storage.run(`CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`);
+    const receiver = h.actor('/r');
+    const write = receiver.writeCopies.bind(receiver);
+    const batches: CopyBatch[] = [];
+    receiver.writeCopies = (batch: CopyBatch) => {
+      batches.push(batch);
+      const receipt = write(batch);
+      if (batches.length === 1) storage.transaction(() => storage.run(`INSERT INTO child (id, parent) VALUES (1, 999)`));
+      return receipt;
+    };
+    const epoch = storage.epoch;
+    await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'], start: 'beginning' }));
+    await h.caughtUp('/a', 'k');
+    expect(storage.epoch).toBe(epoch + 1);
+    expect(batches.length).toBeGreaterThanOrEqual(2);
+    expect(batches[0]!.events.map((e) => e.offset)).toEqual(offsets);
+    // Exactly one copy per source event, in order, and the subscription healthy.
+    expect(copiedOffsets(h.events('/r'))).toEqual(offsets);
+    expect(h.sub('/a', 'k')).toMatchObject({ attempt: 0, lastError: null });
+  });
+});
