@@ -74,6 +74,26 @@ describe('copies in the source commit', () => {
     ]);
   });
 
+  it('a sender stopped while its copies wait for their sync writes nothing after the storage closed', async () => {
+    h = await sqliteHarness();
+    await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
+    await h.append('/a', x(1));
+    await h.caughtUp('/a', 'k');
+    const cursor = h.sub('/a', 'k').acknowledgedOffset;
+    const source = h.actor('/a');
+    const pending = h.append('/a', x(2));
+    await nextTurn();
+    expect(h.actor('/r').head).toBe(h.head('/r') + 1);
+    // What the Node host does on shutdown: delivery stops, then the storage is flushed and closed.
+    const closed = h.close();
+    await pending;
+    await closed;
+    // The acknowledgement came after the sender stopped: it moved no cursor, and no delayed write of
+    // the rows (250 ms later) reached the closed storage, which would throw from a timer.
+    expect(source.subscriptions.get('k')!.cursor).toBe(cursor);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  });
+
   it('copies whose group commit fails are made again; the cursor never passed them', async () => {
     h = await sqliteHarness();
     const storage = h.storage as SqliteStorage;

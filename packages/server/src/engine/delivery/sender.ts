@@ -199,6 +199,7 @@ export class StreamSender implements SendLoop {
 
   close(): void {
     this.closed = true;
+    this.writtenThrough.close();
     this.armed = false;
     this.alarm.clear();
     this.processors?.close();

@@ -62,6 +62,14 @@ describe('WrittenThrough', () => {
     expect(w.size).toBe(0);
     expect(w.cursor('k', 'new', row(0))).toBe(0);
   });
+
+  it('once closed, a batch that becomes durable moves nothing', () => {
+    const w = new WrittenThrough();
+    w.wrote('k', 'r', 5);
+    w.close();
+    expect(w.size).toBe(0);
+    expect(w.settled('k', 'r', 5, 0)).toBeUndefined();
+  });
 });
 
 describe('copyMayMatch', () => {

@@ -22,6 +22,7 @@ interface Through {
 
 export class WrittenThrough {
   private readonly byKey = new Map<string, Through>();
+  private closed = false;
 
   /** Keys with batches still waiting for durability. */
   get size(): number {
@@ -66,9 +67,10 @@ export class WrittenThrough {
   /**
    * A batch of `run` written through `cursor`, after `seen` failures, is durable: the cursor the row
    * may move to now, and whether no delivery failed since the batch was written (its success then
-   * resets the ladder).
+   * resets the ladder); nothing once closed.
    */
-  settled(key: string, run: string, cursor: number, seen: number): { cursor: number; clean: boolean } {
+  settled(key: string, run: string, cursor: number, seen: number): { cursor: number; clean: boolean } | undefined {
+    if (this.closed) return undefined;
     const through = this.byKey.get(key);
     if (through === undefined || through.run !== run) return { cursor, clean: true };
     through.pending--;
@@ -76,6 +78,16 @@ export class WrittenThrough {
     if (through.pending > 0) return { cursor, clean };
     this.byKey.delete(key);
     return { cursor: Math.max(cursor, through.cursor), clean };
+  }
+
+  /**
+   * The sender stopped (the stream left memory or the server is going down): what becomes durable
+   * later moves no cursor, since its rows are written or the storage closed by then; a restart
+   * copies those events again, once (their identities).
+   */
+  close(): void {
+    this.closed = true;
+    this.byKey.clear();
   }
 
   /** A written batch's group commit failed: every actor reloads what is stored, and so does this. */
@@ -95,6 +107,7 @@ export function acknowledgeWhenDurable(loop: SendLoop, key: string, run: string,
   durable.then(
     () => {
       const through = loop.writtenThrough.settled(key, run, cursor, seen);
+      if (through === undefined) return;
       const row = loop.actor.subscriptions.get(key);
       const streamId = loop.actor.coreState?.streamId;
       if (!row || streamId === undefined || loop.runOf(streamId, row) !== run || through.cursor <= row.cursor) return;
