@@ -29,17 +29,20 @@ export class DeliveryEngine {
    * them, and no check is scheduled for them at all.
    */
   poke(actor: StreamActor, committed?: readonly CommittedEvent[]): void {
-    if (this.closed) return;
-    if (!this.senders.has(actor) && actor.subscriptions.size === 0) return;
-    const sender = this.sender(actor);
-    if (committed && sender.passOver(committed)) return;
+    const sender = this.senderIfOwed(actor);
+    if (!sender || (committed && sender.passOver(committed))) return;
     sender.poke();
   }
 
   /** Events were written, not yet durable: copies that go with them start now (StreamSender.written). */
   written(actor: StreamActor, events: readonly { readonly event: CommittedEvent }[]): void {
-    if (this.closed || (!this.senders.has(actor) && actor.subscriptions.size === 0)) return;
-    this.sender(actor).written(events);
+    this.senderIfOwed(actor)?.written(events);
+  }
+
+  /** The stream's sender, unless the engine is closed or the stream has no sender and no subscriptions. */
+  private senderIfOwed(actor: StreamActor): StreamSender | undefined {
+    if (this.closed || (!this.senders.has(actor) && actor.subscriptions.size === 0)) return undefined;
+    return this.sender(actor);
   }
 
   /** The actor left memory: drop its sender (it has no subscriptions and nothing in flight). */

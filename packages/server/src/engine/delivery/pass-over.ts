@@ -18,11 +18,19 @@ export class QuietIndex {
   readonly keys: readonly string[];
   /** For each event type one of those subscriptions names: the keys that name it. */
   private readonly byType = new Map<string, string[]>();
+  /** The types the copy subscriptions name, all of them when one has no type filter (copyMayMatch). */
+  private readonly copyTypes: ReadonlySet<string> | 'all' | undefined;
 
   constructor(readonly outbound: { readonly byKey: Readonly<Record<string, OutboundEntry>> }) {
     const keys: string[] = [];
+    let copyTypes: Set<string> | undefined;
+    let allCopied = false;
     for (const [key, entry] of Object.entries(outbound.byKey)) {
       const types = entry.configuration.filter?.eventTypes;
+      if (entry.configuration.receiver.action === 'copy-to-stream') {
+        if (types === undefined) allCopied = true;
+        else for (const type of types) (copyTypes ??= new Set()).add(type);
+      }
       if (types === undefined || entry.configuration.receiver.action === 'processor-wake') continue;
       keys.push(key);
       for (const type of new Set(types)) {
@@ -32,6 +40,21 @@ export class QuietIndex {
       }
     }
     this.keys = keys;
+    this.copyTypes = allCopied ? 'all' : copyTypes;
+  }
+
+  /**
+   * Whether a copy subscription's type filter may match one of `fresh` (events not ephemeral; the
+   * JSONata condition is left to the read): StreamSender.written starts such copies before the commit.
+   */
+  copyMayMatch(fresh: readonly { readonly event: CommittedEvent }[]): boolean {
+    const types = this.copyTypes;
+    if (types === undefined) return false;
+    for (let i = 0; i < fresh.length; i++) {
+      const event = fresh[i]!.event;
+      if (event.ephemeral !== true && (types === 'all' || types.has(event.type))) return true;
+    }
+    return false;
   }
 
   /** The keys whose types match one of the events that are not ephemeral; undefined when none does. */
@@ -80,21 +103,4 @@ export function passOver(
   // A row is due to be stored (advanceQuietly): every row moved in memory goes with it, in one transaction.
   if (due) rows.persistDirty();
   return passed === rows.size;
-}
-
-/**
- * Whether a copy subscription's type filter may match one of `fresh` (events not ephemeral; the
- * JSONata condition is left to the read): StreamSender.written starts such copies before the commit.
- */
-export function copyMayMatch(byKey: Readonly<Record<string, OutboundEntry>>, fresh: readonly { readonly event: CommittedEvent }[]): boolean {
-  for (const key in byKey) {
-    const configuration = byKey[key]!.configuration;
-    if (configuration.receiver.action !== 'copy-to-stream') continue;
-    const types = configuration.filter?.eventTypes;
-    for (let i = 0; i < fresh.length; i++) {
-      const event = fresh[i]!.event;
-      if (event.ephemeral !== true && (types === undefined || types.includes(event.type))) return true;
-    }
-  }
-  return false;
 }

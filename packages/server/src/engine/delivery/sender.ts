@@ -27,7 +27,7 @@ import { outcomeOf, recordAttempt } from './attempt-record.js';
 import { DeliveryFailures } from './failures.js';
 import { FlightCalls } from './flight-calls.js';
 import { DeliveryPreparer, readsAhead, type Prepared } from './prepare.js';
-import { copyMayMatch, passOver, QuietIndex } from './pass-over.js';
+import { passOver, QuietIndex } from './pass-over.js';
 import { ProcessorDriver } from './processor-driver.js';
 import type { ProcessorWaker } from './processor-port.js';
 import type { Flight, SendLoop } from './send-loop.js';
@@ -67,8 +67,10 @@ export class StreamSender implements SendLoop {
   private processors: ProcessorDriver | undefined;
   readonly failures: DeliveryFailures;
   private readonly preparer: DeliveryPreparer;
-  /** Which subscriptions passOver may move, for the stream's current subscriptions. */
+  /** Which subscriptions passOver may move, and which types start copies early, for the stream's current subscriptions. */
   private quiet: QuietIndex | undefined;
+  /** Copies go into the source's own storage (Receiver.durableWithSource, docs/architecture.md "Copies in the source's commit"). */
+  private readonly copiesWithSource: boolean;
 
   constructor(
     readonly actor: StreamActor,
@@ -112,18 +114,20 @@ export class StreamSender implements SendLoop {
     return runOf(streamId, row);
   }
 
-  /** Copies go into the source's own storage (Receiver.durableWithSource, docs/architecture.md "Copies in the source's commit"). */
-  private readonly copiesWithSource: boolean;
-
   headFor(entry: OutboundEntry): number {
     return this.copiesWithSource && entry.configuration.receiver.action === 'copy-to-stream' ? this.actor.head : this.actor.durableHead;
   }
 
-  /** `events` were just written: a copy that may match one is checked next microtask, before this turn's group commit. */
+  /** `events` were just written (only where copies are durable with their source): a copy that may match is checked next microtask. */
   written(events: readonly { readonly event: CommittedEvent }[]): void {
-    if (this.closed || !this.copiesWithSource) return;
+    if (!this.closed && this.quietIndex()?.copyMayMatch(events)) this.recheck();
+  }
+
+  /** Of the stream's current subscriptions: a commit that changes them replaces `outbound` (actor-commit.ts repairs on it). */
+  private quietIndex(): QuietIndex | undefined {
     const outbound = this.actor.coreState?.subscriptions.outbound;
-    if (outbound !== undefined && copyMayMatch(outbound.byKey, events)) this.recheck();
+    if (outbound && this.quiet?.outbound !== outbound) this.quiet = new QuietIndex(outbound);
+    return outbound ? this.quiet : undefined;
   }
 
   log(message: string, error?: unknown): void {
@@ -169,11 +173,8 @@ export class StreamSender implements SendLoop {
    * check for these events.
    */
   passOver(committed: readonly CommittedEvent[]): boolean {
-    const outbound = this.actor.coreState?.subscriptions.outbound;
-    if (!outbound) return false;
-    // A commit that changes the subscriptions replaces `outbound` (actor-commit.ts repairs on it).
-    if (this.quiet?.outbound !== outbound) this.quiet = new QuietIndex(outbound);
-    return passOver(this.quiet, this.actor.subscriptions, this.flights, committed);
+    const quiet = this.quietIndex();
+    return quiet !== undefined && passOver(quiet, this.actor.subscriptions, this.flights, committed);
   }
 
   /** Schedules a send check soon, outside the caller's promise chain (protocol §4.1). */

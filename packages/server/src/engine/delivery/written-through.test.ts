@@ -2,12 +2,12 @@
  * The bookkeeping of copies written before they are durable (written-through.ts): where a key reads
  * on from, how far its cursor may move as each batch becomes durable, and whether a success may
  * reset the ladder; and which written events start copies before the commit (pass-over.ts
- * `copyMayMatch`).
+ * `QuietIndex.copyMayMatch`).
  */
 import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
 import type { SubscriptionRow } from '../../core/repair.js';
-import { copyMayMatch } from './pass-over.js';
+import { QuietIndex } from './pass-over.js';
 import { WrittenThrough } from './written-through.js';
 
 const row = (cursor: number) => ({ cursor }) as SubscriptionRow;
@@ -73,6 +73,7 @@ describe('WrittenThrough', () => {
 });
 
 describe('copyMayMatch', () => {
+  const copyMayMatch = (byKey: Record<string, OutboundEntry>, events: { event: CommittedEvent }[]) => new QuietIndex({ byKey }).copyMayMatch(events);
   const entry = (action: string, eventTypes?: string[]) =>
     ({ configuration: { receiver: { action }, ...(eventTypes ? { filter: { eventTypes } } : {}) } }) as unknown as OutboundEntry;
   const fresh = (...events: Partial<CommittedEvent>[]) => events.map((e) => ({ event: { offset: 1, type: 'a', ...e } as CommittedEvent }));
