@@ -363,6 +363,81 @@ describe.each(adapters)('tailStream over $name', ({ open }) => {
     expect(actor.listenerCount).toBe(0);
   });
 
+  it('a caught-up reader with `live` is handed its live events at publication, before the append answers; refused ones come through the generator', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(2, () => false, 'app/a'), 'public'); // 1..3
+    const handed: number[][] = [];
+    let accept = true;
+    const reader = new Reader(actor, {
+      afterOffset: 0,
+      eventTypes: ['app/a'],
+      live: (raw) => {
+        if (!accept) return false;
+        handed.push(raw.map((e) => (JSON.parse(e.json) as CommittedEvent).offset));
+        return true;
+      },
+    });
+    await reader.pullUntil(() => reader.offsets.includes(3));
+    expect(reader.offsets).toEqual([2, 3]);
+    const parked = reader.pull();
+    await new Promise((resolve) => setImmediate(resolve));
+    // Handed over during publication: by the time the append answers, the reader has them.
+    const appended = actor.append([...events(1, () => false, 'app/b'), ...events(2, () => false, 'app/a')], 'public'); // 4 (b), 5, 6
+    await appended;
+    expect(handed).toEqual([[5, 6]]);
+    // Refused: they queue and wake the generator, from the cursor the hand-over left.
+    accept = false;
+    await actor.append(events(1, () => false, 'app/a'), 'public'); // 7
+    await guard(parked, () => 'the refused event did not wake the generator');
+    expect(reader.offsets).toEqual([2, 3, 7]);
+    // A reader that pulls again is caught up, so the next events are handed over again.
+    accept = true;
+    const next = reader.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    await actor.append(events(1, () => false, 'app/a'), 'public'); // 8
+    expect(handed).toEqual([[5, 6], [8]]);
+    expect(reader.offsets).toEqual([2, 3, 7]);
+    reader.abort.abort();
+    await expect(guard(next, () => 'the abort did not end the tail')).resolves.toEqual({ done: true, value: undefined });
+    expect(actor.listenerCount).toBe(0);
+  });
+
+  it('a reader that overflows after a hand-over catches up from where the hand-over left it', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(1), 'public'); // 1, 2
+    let accept = true;
+    const handed: number[] = [];
+    const reader = new Reader(actor, {
+      afterOffset: 0,
+      maxBuffered: 1,
+      live: (raw) => accept && (handed.push(...raw.map((e) => e.offset)), true),
+    });
+    await reader.pullUntil(() => reader.offsets.includes(2));
+    const parked = reader.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    await actor.append(events(2), 'public'); // 3, 4: handed over
+    accept = false;
+    await actor.append(events(2), 'public'); // 5, 6: refused, and more than maxBuffered
+    await guard(parked, () => 'the overflow did not wake the generator');
+    await reader.pullUntil(() => reader.offsets.includes(6));
+    expect(handed).toEqual([3, 4]);
+    expect(reader.offsets).toEqual([1, 2, 5, 6]);
+    await reader.close();
+  });
+
+  it('`live` is not asked while the reader is behind: a replay and a queue come through the generator in order', async () => {
+    const actor = await newActor(open);
+    await actor.append(events(5), 'public'); // 1..6
+    let asked = 0;
+    const reader = new Reader(actor, { afterOffset: 0, pageSize: 2, live: () => (asked++, true) });
+    await reader.pull(); // [1, 2]; the replay is not finished
+    await actor.append(events(2), 'public'); // 7, 8: published while the reader is mid-replay
+    await reader.pullUntil(() => reader.offsets.includes(8));
+    expect(reader.offsets).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(asked).toBe(0);
+    await reader.close();
+  });
+
   it('a cursor at or past the head waits for what comes next', async () => {
     const actor = await newActor(open);
     await actor.append(events(3), 'public'); // 1..4

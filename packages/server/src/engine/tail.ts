@@ -29,6 +29,18 @@ export interface TailOptions {
   signal?: AbortSignal | undefined;
   maxBuffered?: number;
   pageSize?: number;
+  /**
+   * Hands a caught-up reader's live events over as they are published, in the commit's own turn,
+   * instead of through the generator (docs/architecture.md "Live readers"). Answers false when it
+   * cannot take them now (its consumer is not reading): they then queue and come through the
+   * generator as they would without it. In-process only: the Worker host's tail crosses an RPC.
+   */
+  live?: ((events: RawEvent[]) => boolean) | undefined;
+}
+
+/** The JSON of live events as a tail yields them. */
+function rawEvents(events: readonly CommittedEvent[]): RawEvent[] {
+  return events.map((e) => ({ offset: e.offset, json: committedJson(e) }));
 }
 
 export async function* tailStream(actor: StreamActor, options: TailOptions): AsyncGenerator<TailItem> {
@@ -42,10 +54,21 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
   const signal = options.signal;
   const onAbort = () => wake?.();
   signal?.addEventListener('abort', onAbort);
+  let cursor = options.afterOffset;
+  /** The generator waits for live events with nothing queued: `options.live` may take them. */
+  let parked = false;
 
   const watch = actor.watch({
     onEvents(events) {
       if (overflowed) return;
+      if (parked && options.live && queue.length === 0 && !destroyed && !signal?.aborted) {
+        const fresh = events.filter((e) => e.offset > cursor && (!types || types.has(e.type)));
+        if (fresh.length === 0) return;
+        if (options.live(rawEvents(fresh))) {
+          cursor = fresh[fresh.length - 1]!.offset;
+          return;
+        }
+      }
       for (const e of events) if (!types || types.has(e.type)) queue.push(e);
       if (queue.length > maxBuffered) {
         overflowed = true;
@@ -58,8 +81,6 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
       wake?.();
     },
   });
-
-  let cursor = options.afterOffset;
 
   /** Durable events in (cursor, upTo], page by page. */
   async function* replay(upTo: number): AsyncGenerator<TailItem> {
@@ -91,7 +112,7 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
         // Events committed before the destroy are delivered first, then the end of the lifetime.
         const last = queue.filter((e) => e.offset > cursor);
         queue = [];
-        if (last.length > 0) yield { kind: 'events', events: last.map((e) => ({ offset: e.offset, json: committedJson(e) })) };
+        if (last.length > 0) yield { kind: 'events', events: rawEvents(last) };
         yield { kind: 'destroyed' };
         return;
       }
@@ -104,12 +125,14 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
       queue = [];
       if (fresh.length > 0) {
         cursor = fresh[fresh.length - 1]!.offset;
-        yield { kind: 'events', events: fresh.map((e) => ({ offset: e.offset, json: committedJson(e) })) };
+        yield { kind: 'events', events: rawEvents(fresh) };
         continue;
       }
+      parked = true;
       await new Promise<void>((resolve) => {
         wake = resolve;
       });
+      parked = false;
       wake = undefined;
     }
   } finally {

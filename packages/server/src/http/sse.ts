@@ -7,6 +7,7 @@
  */
 import { whenAborted } from '../core/when-aborted.js';
 import type { TailItem } from '../engine/tail.js';
+import type { RawEvent } from '../engine/stream-store.js';
 
 const encoder = new TextEncoder();
 const KEEPALIVE_MS = 15_000;
@@ -18,7 +19,21 @@ export interface SseHooks {
   stopping?: AbortSignal | undefined;
 }
 
-export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailItem>, hooks: SseHooks = {}): Response {
+/** The `event: event` frames of a batch of events. */
+function eventFrames(events: readonly RawEvent[]): string {
+  let text = '';
+  for (const e of events) text += `id: ${e.offset}\nevent: event\ndata: ${e.json}\n\n`;
+  return text;
+}
+
+/**
+ * `items` is the tail to send; `live` (for its `TailOptions.live`) writes a caught-up reader's
+ * live events at once, while the response's consumer is reading, and refuses them otherwise.
+ */
+export function sseResponse(
+  items: (signal: AbortSignal, live: (events: RawEvent[]) => boolean) => AsyncIterable<TailItem>,
+  hooks: SseHooks = {},
+): Response {
   const abort = new AbortController();
   let iterator: AsyncIterator<TailItem> | undefined;
   let keepalive: ReturnType<typeof setInterval> | undefined;
@@ -36,7 +51,18 @@ export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailIt
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       hooks.onOpen?.();
-      iterator = items(abort.signal)[Symbol.asyncIterator]();
+      const live = (events: RawEvent[]): boolean => {
+        // desiredSize ≤ 0: the consumer is not reading (a slow client's socket is full); the tail
+        // then queues, bounded, as for a reader that is behind.
+        if (closed || controller.desiredSize === null || controller.desiredSize <= 0) return false;
+        try {
+          controller.enqueue(encoder.encode(eventFrames(events)));
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      iterator = items(abort.signal, live)[Symbol.asyncIterator]();
       // A server going down ends the response like a finished one: the reader reconnects with
       // Last-Event-ID to the next server and misses nothing.
       stopListening = whenAborted(hooks.stopping, () => {
@@ -76,9 +102,7 @@ export function sseResponse(items: (signal: AbortSignal) => AsyncIterable<TailIt
           controller.close();
           return;
         }
-        let text = '';
-        for (const e of item.events) text += `id: ${e.offset}\nevent: event\ndata: ${e.json}\n\n`;
-        controller.enqueue(encoder.encode(text));
+        controller.enqueue(encoder.encode(eventFrames(item.events)));
       } catch (error) {
         if (closed) return;
         close();

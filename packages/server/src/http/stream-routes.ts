@@ -225,8 +225,8 @@ export async function handleStreamRequest(
         // A reader that reconnects to a server going down is told to come back (it retries).
         if (options.sse?.stopping?.aborted) throw new RivuletError('UNAVAILABLE', 'the server is shutting down: reconnect shortly');
         return sseResponse(
-          (signal) =>
-            service.tail(projectId, address.path, { afterOffset, eventTypes, signal, expectedStreamId: q.expectedStreamId }),
+          (signal, live) =>
+            service.tail(projectId, address.path, { afterOffset, eventTypes, signal, expectedStreamId: q.expectedStreamId, live }),
           options.sse,
         );
       }
