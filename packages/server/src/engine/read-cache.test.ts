@@ -345,4 +345,46 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
     expect(cache.stats().chunks).toBe(held);
     expect(cached.readRangeJoined(other, q(0))).toEqual({ count: 0, first: 0, last: 0, json: '' });
   });
+
+  it(`a purged lifetime's sid, taken again by a new stream, reads only the new stream's events, even after a stray read of the old one (${name})`, async () => {
+    const sql = await storage();
+    const cache = new ReadCache(8 * 1024 * 1024);
+    const cached = new StreamStore(sql, { readCache: cache, onDeferredErase: () => undefined });
+    const plain = new StreamStore(sql);
+    const fill = (sid: number, tag: string, count: number) =>
+      sql.transaction(() => {
+        for (let offset = 1; offset <= count; offset++) {
+          const json = JSON.stringify({ offset, type: 't', payload: { tag } });
+          cached.insertEvent(sid, { offset, type: 't', ephemeral: false, idempotencyKey: undefined, createdMs: 1000 + offset, json });
+        }
+      });
+    const q = (afterOffset: number) => ({ afterOffset, beforeOffset: 1501, limit: 500, includeEphemeral: false });
+    /** Every page of the stream, each read twice (the second fills the cache). */
+    const pages = (sid: number) => {
+      const texts: string[] = [];
+      for (let after = 0, page = cached.readRangeJoined(sid, q(0)); page.count > 0; after = page.last, page = cached.readRangeJoined(sid, q(after))) {
+        expect(checked(cached.readRangeJoined(sid, q(after)))).toEqual(plain.readRangeJoined(sid, q(after)));
+        texts.push(page.json);
+      }
+      return texts.join(',');
+    };
+    const old = sql.transaction(() => cached.create('tenant-a', '/secret', 'stream-old', '2025-01-01T00:00:00.000Z'));
+    fill(old, 'old', 1500);
+    pages(old);
+    expect(cache.stats().chunks).toBeGreaterThan(0);
+    // Destroyed, erased later: its rows stay until the purge, under its sid.
+    sql.transaction(() => cached.erase(old));
+    expect(cache.stats().chunks).toBe(0);
+    // A reader that still holds the old sid reads it once more before the purge (none of the
+    // engine's should: the actor forgets the sid at the destroy; the store must not rely on it).
+    expect(pages(old)).toContain('"tag":"old"');
+    while (cached.purgeErased(400));
+    // SQLite hands the freed sid to the next stream (the old one had the highest).
+    const fresh = sql.transaction(() => cached.create('tenant-b', '/public', 'stream-new', '2025-01-02T00:00:00.000Z'));
+    expect(fresh).toBe(old);
+    fill(fresh, 'new', 1500);
+    const read = pages(fresh);
+    expect(read).not.toContain('"tag":"old"');
+    expect(read.split('"tag":"new"').length - 1).toBe(1500);
+  });
 });

@@ -11,8 +11,8 @@
  * - Only whole chunks below the committed head are held: those rows are durable and never change,
  *   and none can be added to them. A page that reaches into the head's own chunk is read with SQL.
  * - Rows are only ever deleted (ephemeral events past retention, destroyed lifetimes), and
- *   StreamStore forgets a stream's chunks whenever it deletes rows of a readable stream (a
- *   destroyed lifetime's purge comes after its destroy forgot them).
+ *   StreamStore forgets a stream's chunks whenever it deletes rows of a readable stream, and a
+ *   destroyed lifetime's sid again when its purge frees it for the next stream.
  * - A type filter (`eventTypes`) needs a column the cache does not keep: those pages go to SQL.
  *
  * A page loads the chunks it lacks only when another page started in the same chunk recently

@@ -7,9 +7,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 import { FORMAT_VERSION } from './schema.js';
 
-/**
- * A stream as loaded: the streams row's checkpoint with the event rows after it added in (`find`).
- */
+/** A stream as loaded: the streams row's checkpoint with the event rows after it added in (`find`). */
 export interface StreamRow {
   sid: number;
   stream_id: string;
@@ -305,8 +303,8 @@ export class StreamStore {
 
   /**
    * Deletes up to `maxRows` events of destroyed lifetimes (deferred erasure), and the streams row of
-   * a lifetime once its last event is gone, in one transaction. Answers whether erased lifetimes
-   * remain (call again).
+   * a lifetime once its last event is gone, in one transaction; its sid is then free for the next
+   * stream, so the read cache forgets it too. Answers whether erased lifetimes remain (call again).
    */
   purgeErased(maxRows: number): boolean {
     const row = this.storage.exec<{ sid: number }>(`SELECT sid FROM streams WHERE project = ? LIMIT 1`, ERASED_PROJECT)[0];
@@ -314,7 +312,9 @@ export class StreamStore {
     this.storage.transaction(
       () => {
         const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
-        if (removed < maxRows) this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
+        if (removed >= maxRows) return;
+        this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
+        this.options.readCache?.forget(row.sid);
       },
       { durable: false },
     );
