@@ -247,6 +247,31 @@ describe('ReadCache over an array', () => {
     expect(cache.stats().chunks).toBe(1);
   });
 
+  it('remembers the last 4096 chunks it could not hold, and tries the oldest again', () => {
+    // Every chunk of 16 events of ~110 bytes is over a quarter of 4 KB: loaded, refused, remembered.
+    const text = JSON.stringify({ pad: 'y'.repeat(100) });
+    const source = {
+      loads: 0,
+      rows(_sid: number, from: number, to: number) {
+        source.loads++;
+        const n = to - from;
+        return { count: n, texts: Array.from({ length: n }, () => text).join(CHUNK_SEPARATOR), ephemerals: null, textBytes: n * text.length };
+      },
+      offsets: (_sid: number, from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i),
+    };
+    const cache = new ReadCache(4096, 16);
+    const chunkPage = (index: number) => query({ afterOffset: index * 16 - 1, beforeOffset: 1_000_000, limit: 16 });
+    for (let index = 0; index <= 4096; index++) expect(twice(cache, 1, chunkPage(index), source)).toBeUndefined();
+    expect(source.loads).toBe(4097);
+    // The newest refusal is still remembered: read again, nothing is loaded.
+    expect(twice(cache, 1, chunkPage(4096), source)).toBeUndefined();
+    expect(source.loads).toBe(4097);
+    // The oldest was dropped to keep the bound: it is loaded (and refused) once more.
+    expect(twice(cache, 1, chunkPage(0), source)).toBeUndefined();
+    expect(source.loads).toBe(4098);
+    expect(cache.stats().chunks).toBe(0);
+  });
+
   it('forgets one stream and only that one', () => {
     const rows = makeRows(200, seeded(5), { gaps: false, ephemeral: false });
     const cache = new ReadCache(1024 * 1024, 64);

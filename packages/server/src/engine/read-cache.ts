@@ -29,6 +29,8 @@ export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
 export const READ_CACHE_CHUNK_EVENTS = 512;
 /** Chunks remembered as where a page started and lacked a chunk (admit). */
 const RECENT_STARTS = 4096;
+/** Chunks remembered as not to be held (too large, or the separator inside); the oldest is tried again. */
+const REFUSED_CHUNKS = 4096;
 /** What an event costs besides its text: its place in the chunk's index and the chunk's share. */
 const EVENT_OVERHEAD_BYTES = 8;
 /** Between the texts of a chunk as SQL joins them; JSON text never holds it unescaped. */
@@ -96,7 +98,7 @@ export interface ReadCacheStats {
 
 export class ReadCache {
   private readonly chunks = new Map<string, Chunk>();
-  /** Chunks SQL gave that cannot be held (too large, or a text held the separator). */
+  /** Chunks SQL gave that cannot be held (too large, or a text held the separator), the last REFUSED_CHUNKS. */
   private readonly refused = new Set<string>();
   /** Chunks a page started in and lacked a chunk, recently (admit). */
   private readonly recentStarts = new Set<string>();
@@ -197,12 +199,17 @@ export class ReadCache {
     const again = this.recentStarts.delete(key);
     this.recentStarts.add(key);
     if (!again) this.counted(key, 1);
-    if (this.recentStarts.size > RECENT_STARTS) {
-      const oldest = this.recentStarts.values().next().value as string;
-      this.recentStarts.delete(oldest);
+    this.keepBound(this.recentStarts, RECENT_STARTS);
+    return again;
+  }
+
+  /** Drops the oldest entries of `keys` beyond `max`. */
+  private keepBound(keys: Set<string>, max: number): void {
+    while (keys.size > max) {
+      const oldest = keys.values().next().value as string;
+      keys.delete(oldest);
       this.counted(oldest, -1);
     }
-    return again;
   }
 
   /** Counts an entry of the stream that `key` (`sid:index`) names in or out of `entries`. */
@@ -229,6 +236,7 @@ export class ReadCache {
     if (chunk === undefined || chunk.bytes > this.maxBytes / 4) {
       this.refused.add(key);
       this.counted(key, 1);
+      this.keepBound(this.refused, REFUSED_CHUNKS);
       return undefined;
     }
     this.bytes += chunk.bytes;
