@@ -61,15 +61,9 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
   const watch = actor.watch({
     onEvents(events) {
       if (overflowed) return;
-      if (parked && options.live && queue.length === 0 && !destroyed && !signal?.aborted) {
-        const fresh = events.filter((e) => e.offset > cursor && (!types || types.has(e.type)));
-        if (fresh.length === 0) return;
-        if (options.live(rawEvents(fresh))) {
-          cursor = fresh[fresh.length - 1]!.offset;
-          return;
-        }
-      }
-      for (const e of events) if (!types || types.has(e.type)) queue.push(e);
+      const matching = types ? events.filter((e) => types.has(e.type)) : events;
+      if (parked && options.live && queue.length === 0 && !signal?.aborted && handedOver(options.live, matching)) return;
+      for (const e of matching) queue.push(e);
       if (queue.length > maxBuffered) {
         overflowed = true;
         queue = [];
@@ -81,6 +75,15 @@ export async function* tailStream(actor: StreamActor, options: TailOptions): Asy
       wake?.();
     },
   });
+
+  /** Hands the events past the cursor to `live`; false when it refused them (they queue instead). */
+  function handedOver(live: (events: RawEvent[]) => boolean, matching: readonly CommittedEvent[]): boolean {
+    const fresh = matching.filter((e) => e.offset > cursor);
+    if (fresh.length === 0) return true;
+    if (!live(rawEvents(fresh))) return false;
+    cursor = fresh[fresh.length - 1]!.offset;
+    return true;
+  }
 
   /** Durable events in (cursor, upTo], page by page. */
   async function* replay(upTo: number): AsyncGenerator<TailItem> {
