@@ -172,6 +172,18 @@ export class DeliveryPreparer {
     }
   }
 
+  /**
+   * The next copy batch, read while the receiving stream commits and syncs this one: on the next
+   * timer tick (after pending I/O), so that the receiving stream's group commit, scheduled by the
+   * call, runs first and the read overlaps its sync instead of delaying it (bench/README "copy
+   * drain (copy group)").
+   */
+  copyAhead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
+    return new Promise((resolve) => {
+      this.loop.timer.set(0, () => resolve(this.ahead(key, entry, flight, cursor)));
+    });
+  }
+
   private prepared(key: string, entry: OutboundEntry, cursorBefore: number, cursorAfter: number, attempt: number, delivered: DeliveredEvent[]): Prepared | undefined {
     const { actor } = this.loop;
     const state = actor.coreState;

@@ -333,7 +333,7 @@ export class StreamSender implements SendLoop {
     const next = readsAhead(entry, current)
       ? out.then(() => this.preparer.ahead(key, entry, flight, cursorAfter))
       : action === 'copy-to-stream' && !current.isolate
-        ? this.copyAhead(key, entry, flight, cursorAfter)
+        ? this.preparer.copyAhead(key, entry, flight, cursorAfter)
         : undefined;
     const outcome = await answer;
     current = this.current(key, flight);
@@ -375,18 +375,6 @@ export class StreamSender implements SendLoop {
     // The flight goes on: the stored watchdog stays (it may cover the next call).
     this.actor.subscriptions.update({ ...done, inflightDeadlineAt: current.inflightDeadlineAt });
     return { again: true, next: await next };
-  }
-
-  /**
-   * The next copy batch, read while the receiving stream commits and syncs this one: on the next
-   * timer tick (after pending I/O), so that the receiving stream's group commit, scheduled by the
-   * call, runs first and the read overlaps its sync instead of delaying it (bench/README "copy
-   * drain (copy group)").
-   */
-  private copyAhead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
-    return new Promise((resolve) => {
-      this.deps.timer.set(0, () => resolve(this.preparer.ahead(key, entry, flight, cursor)));
-    });
   }
 
   /** The receiver call, ended as *unavailable* by the delivery timeout (which aborts it; flight-calls.ts); `onSent` as in ports/outbound.ts. */
