@@ -5,12 +5,13 @@
  * the subscription's cursor moves only once the copies are durable; and a group commit that fails
  * after the copies were written loses nothing: the copies are made again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fdatasync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommittedEvent } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStorage } from '../../src/adapters/sqlite/sqlite-storage.js';
+import type { WalSyncFunctions } from '../../src/adapters/sqlite/wal-file.js';
 import type { CopyBatch } from '../../src/core/copy-builder.js';
 import { createHarness, waitFor, type Harness } from './harness.js';
 import { copySub, x } from './payloads.js';
@@ -22,9 +23,17 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function sqliteHarness(): Promise<Harness> {
+async function sqliteHarness(walSync?: WalSyncFunctions): Promise<Harness> {
   dir = mkdtempSync(join(tmpdir(), 'rivulet-copy-with-source-'));
-  return createHarness({ storage: new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'full' }) });
+  return createHarness({ storage: new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'full', ...(walSync && { walSync }) }) });
+}
+
+/** A harness whose WAL syncs, while `hold` is on, wait until released, as on a slow disk. */
+async function heldSyncsHarness() {
+  const held: (() => void)[] = [];
+  const syncs = { hold: false, release: () => held.splice(0).forEach((sync) => sync()) };
+  h = await sqliteHarness({ fdatasync: (fd, done) => (syncs.hold ? held.push(() => fdatasync(fd, done)) : fdatasync(fd, done)) });
+  return syncs;
 }
 
 const copiedOffsets = (events: CommittedEvent[]) => events.flatMap((e) => (e.source?.copiedFrom ?? []).slice(-1).map((hop) => hop.offset));
@@ -57,6 +66,56 @@ describe('copies in the source commit', () => {
     expect(copiedOffsets(h.events('/r'))).toEqual([first!.offset, second!.offset]);
     await waitFor(() => h.sub('/a', 'k').acknowledgedOffset === second!.offset || undefined, 'the cursor past the durable copy');
     expect(h.sub('/a', 'k')).toMatchObject({ attempt: 0, lastError: null, inFlightDeadlineAt: null });
+  });
+
+  it('an event written while the copies before it wait for their sync is copied at once, not one sync later', async () => {
+    const syncs = await heldSyncsHarness();
+    await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
+    await h.append('/a', x(1));
+    await h.caughtUp('/a', 'k');
+    const receiverHead = h.head('/r');
+    syncs.hold = true;
+    // Two appends in one turn: the second is written while the copy of the first is on its way.
+    const second = h.append('/a', x(2));
+    await Promise.resolve();
+    const third = h.append('/a', x(3));
+    try {
+      await nextTurn();
+      await nextTurn();
+      // Both copies are written, neither is durable: the second's did not wait for the first's sync.
+      expect(h.actor('/r').head).toBe(receiverHead + 2);
+      expect(h.head('/r')).toBe(receiverHead);
+    } finally {
+      syncs.hold = false;
+      syncs.release();
+    }
+    const [two, three] = [(await second)[0]!, (await third)[0]!];
+    await h.caughtUp('/a', 'k');
+    expect(copiedOffsets(h.events('/r')).slice(-2)).toEqual([two.offset, three.offset]);
+  });
+
+  it("a backlog of a batch or more waits for each batch's sync before the next is written; fewer owed are copied at once", async () => {
+    const syncs = await heldSyncsHarness();
+    await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
+    await h.append('/a', x(0));
+    await h.caughtUp('/a', 'k');
+    const receiverHead = h.actor('/r').head;
+    syncs.hold = true;
+    // 2,500 events written in one turn: a first batch of 1,000 leaves 1,500 owed (a backlog).
+    const appends = Array.from({ length: 5 }, (_, i) => h.append('/a', ...Array.from({ length: 500 }, (_, j) => x(1 + i * 500 + j))));
+    try {
+      for (let turn = 0; turn < 5; turn++) await nextTurn();
+      expect(h.actor('/r').head).toBe(receiverHead + 1000);
+      // Its sync ends: the second batch is written, which leaves 500 owed, copied at once after it.
+      syncs.release();
+      await waitFor(() => h.actor('/r').head === receiverHead + 2500 || undefined, 'the last two batches written');
+    } finally {
+      syncs.hold = false;
+      syncs.release();
+    }
+    const offsets = (await Promise.all(appends)).flat().map((e) => e.offset);
+    await h.caughtUp('/a', 'k');
+    expect(copiedOffsets(h.events('/r')).slice(-2500)).toEqual(offsets);
   });
 
   it('a chain of copies is written in one group commit: the last stream shows it once the first append is answered', async () => {
