@@ -28,12 +28,23 @@ async function sqliteHarness(walSync?: WalSyncFunctions): Promise<Harness> {
   return createHarness({ storage: new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'full', ...(walSync && { walSync }) }) });
 }
 
-/** A harness whose WAL syncs, while `hold` is on, wait until released, as on a slow disk. */
-async function heldSyncsHarness() {
+/** WAL syncs that, while `hold` is on, wait until released, as on a slow disk; `stop` lets them all go. */
+function heldSyncs() {
   const held: (() => void)[] = [];
-  const syncs = { hold: false, release: () => held.splice(0).forEach((sync) => sync()) };
-  h = await sqliteHarness({ fdatasync: (fd, done) => (syncs.hold ? held.push(() => fdatasync(fd, done)) : fdatasync(fd, done)) });
-  return syncs;
+  let hold = false;
+  const release = () => held.splice(0).forEach((sync) => sync());
+  const walSync: WalSyncFunctions = { fdatasync: (fd, done) => (hold ? held.push(() => fdatasync(fd, done)) : fdatasync(fd, done)) };
+  return {
+    walSync,
+    release,
+    set hold(on: boolean) {
+      hold = on;
+    },
+    stop: () => {
+      hold = false;
+      release();
+    },
+  };
 }
 
 const copiedOffsets = (events: CommittedEvent[]) => events.flatMap((e) => (e.source?.copiedFrom ?? []).slice(-1).map((hop) => hop.offset));
@@ -69,7 +80,8 @@ describe('copies in the source commit', () => {
   });
 
   it('an event written while the copies before it wait for their sync is copied at once, not one sync later', async () => {
-    const syncs = await heldSyncsHarness();
+    const syncs = heldSyncs();
+    h = await sqliteHarness(syncs.walSync);
     await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
     await h.append('/a', x(1));
     await h.caughtUp('/a', 'k');
@@ -86,8 +98,7 @@ describe('copies in the source commit', () => {
       expect(h.actor('/r').head).toBe(receiverHead + 2);
       expect(h.head('/r')).toBe(receiverHead);
     } finally {
-      syncs.hold = false;
-      syncs.release();
+      syncs.stop();
     }
     const [two, three] = [(await second)[0]!, (await third)[0]!];
     await h.caughtUp('/a', 'k');
@@ -95,7 +106,8 @@ describe('copies in the source commit', () => {
   });
 
   it("a backlog of a batch or more waits for each batch's sync before the next is written; fewer owed are copied at once", async () => {
-    const syncs = await heldSyncsHarness();
+    const syncs = heldSyncs();
+    h = await sqliteHarness(syncs.walSync);
     await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));
     await h.append('/a', x(0));
     await h.caughtUp('/a', 'k');
@@ -110,8 +122,7 @@ describe('copies in the source commit', () => {
       syncs.release();
       await waitFor(() => h.actor('/r').head === receiverHead + 2500 || undefined, 'the last two batches written');
     } finally {
-      syncs.hold = false;
-      syncs.release();
+      syncs.stop();
     }
     const offsets = (await Promise.all(appends)).flat().map((e) => e.offset);
     await h.caughtUp('/a', 'k');

@@ -35,7 +35,8 @@ export interface Prepared {
   call: PreparedCall | undefined;
 }
 
-const MAX_BATCH_EVENTS = 1000;
+/** The most events one delivery carries (a copy batch; a webhook carries one). */
+export const MAX_BATCH_EVENTS = 1000;
 const MAX_BATCH_BYTES = 1_048_576;
 
 const preparing = (receiver: Receiver | undefined): receiver is PreparingReceiver =>

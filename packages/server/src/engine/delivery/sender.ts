@@ -361,7 +361,7 @@ export class StreamSender implements SendLoop {
     const completion = Math.max(0, finished - Date.parse(prepared.delivered.at(-1)!.event.createdAt));
     this.actor.subscriptions.measure(key, completion, finished - started);
     this.deps.metrics?.deliveryLatency.observe(completion / 1000, { action });
-    const cursor = Math.max(from, prepared.cursorAfter);
+    const cursor = Math.max(from, cursorAfter);
     if (outcome.durable !== undefined) {
       // The cursor moves once the copies are durable. A backlog waits for each batch's sync, reading
       // the next batch meanwhile; fewer owed events are copied by the check that follows, at once
