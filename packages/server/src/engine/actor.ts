@@ -14,49 +14,19 @@ import type { AppendInput, Authority } from '../core/append-input.js';
 import type { AppendDecision } from '../core/decide-append.js';
 import { createControlRules, type ControlRules } from '../core/subscription-rules.js';
 import { utf8Length } from '../core/sizes.js';
-import type { Clock, Random } from '../ports/clock.js';
-import type { Timer } from '../ports/timer.js';
 import { expressionBudget, type ExpressionBudget } from '../core/expression-budget.js';
-import type { EngineConfig } from './config.js';
 import type { LiveListener } from './live.js';
-import type { JoinedRange, RangeQuery, RawEvent, StreamStore } from './stream-store.js';
+import type { JoinedRange, RangeQuery, StreamStore } from './stream-store.js';
 import { SubscriptionRuntime } from './subscription-runtime.js';
 import { decideAndWrite, type CommitContext, type Loaded } from './actor-commit.js';
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 import type { CopyReceipt, WrittenCopyReceipt } from '../ports/directory.js';
-
-export interface ActorDeps {
-  store: StreamStore;
-  clock: Clock;
-  random: Random;
-  /** In-memory timers (the subscription rows' deferred persistence). */
-  timer: Timer;
-  config: EngineConfig;
-  /** Called after every durable commit of this stream (post-commit work; must not throw). */
-  afterCommit?(actor: StreamActor, events: readonly CommittedEvent[], bytes: number): void;
-  /** Called once an append's new events are written, before they are durable (must not throw; docs/architecture.md "Copies in the source's commit"). */
-  afterWrite?(actor: StreamActor, fresh: readonly { readonly event: CommittedEvent }[]): void;
-  /** Called after a destroy of an existing lifetime is durable (must not throw). */
-  afterDestroy?(actor: StreamActor): void;
-}
-
-/** Called inside an append's synchronous section, right after its rows are written (before durability). */
-export interface AppendHooks {
-  committed?(decision: AppendDecision): void;
-}
+import type { ActorDeps, AppendHooks, ReadRawResult } from './actor-deps.js';
 
 export type { CopyReceipt } from '../ports/directory.js';
+export type { ActorDeps, AppendHooks, ReadRawResult } from './actor-deps.js';
 
 const NO_EVENTS: JoinedRange = Object.freeze({ count: 0, first: 0, last: 0, json: '' });
-
-export interface ReadRawResult {
-  streamId: string | null;
-  streamMaxOffset: number;
-  /** Committed events as stored JSON text, in offset order (empty when `joined` is given). */
-  events: RawEvent[];
-  /** With the read option `joined`: the events as one text instead (StreamStore.readRangeJoined). */
-  joined?: JoinedRange;
-}
 
 export class StreamActor {
   private loaded: Loaded | null = null;
