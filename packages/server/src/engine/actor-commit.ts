@@ -11,6 +11,7 @@ import type { EngineConfig } from './config.js';
 import { rememberJson } from './event-json.js';
 import type { StreamStore } from './stream-store.js';
 import type { SubscriptionRuntime } from './subscription-runtime.js';
+import { WrittenEvents } from './written-events.js';
 
 /** What the actor keeps of its stream between appends (reloaded when the storage epoch changes). */
 export interface Loaded {
@@ -24,6 +25,8 @@ export interface Loaded {
   lastCreatedMs: number;
   lastPruneMs: number;
   subscriptions: SubscriptionRuntime;
+  /** The last events written, held while the stream has outbound subscriptions and its sender may want them (written-events.ts). */
+  written: WrittenEvents | undefined;
 }
 
 const PRUNE_INTERVAL_MS = 10_000;
@@ -112,6 +115,9 @@ export function writeDecision(
   }
   if (!written) return false;
   for (const { event, json } of decision.fresh) rememberJson(event, json);
+  // A commit that changes the subscriptions is not held: its sender starts over from their rows.
+  if (loaded.subscriptions.size > 0 && !repair) (loaded.written ??= new WrittenEvents()).add(decision.fresh);
+  else loaded.written = undefined;
   loaded.state = decision.state;
   loaded.stateBytes = decision.stateBytes;
   loaded.head = decision.head;

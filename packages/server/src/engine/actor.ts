@@ -113,6 +113,7 @@ export class StreamActor {
       lastCreatedMs: row ? Date.parse(row.created_at) : 0,
       lastPruneMs: 0,
       subscriptions,
+      written: undefined,
     };
     this.committedHead = this.loaded.head;
     this.publishedState = state;
@@ -145,6 +146,16 @@ export class StreamActor {
 
   get sid(): number | null {
     return this.load().sid;
+  }
+
+  /** Events with offsets in (after, upTo] from memory, as written (written-events.ts); undefined: read them with SQL. */
+  writtenEvents(after: number, upTo: number): readonly CommittedEvent[] | undefined {
+    return this.load().written?.range(after, upTo);
+  }
+
+  /** Lets go of the events held since they were written: the sender wants none of them now. */
+  releaseWritten(): void {
+    if (this.loaded) this.loaded.written = undefined;
   }
 
   /** Delivery progress rows of this stream's outbound subscriptions. */
@@ -331,7 +342,7 @@ export class StreamActor {
     loaded.subscriptions.clear();
     this.lifetime++;
     // The next lifetime's streamCreatedAt must sort after this one's, even within the same millisecond.
-    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, checkpoint: 0, lastCreatedMs: loaded.lastCreatedMs + 1 };
+    this.loaded = { ...loaded, sid: null, state: null, stateBytes: 0, head: 0, checkpoint: 0, lastCreatedMs: loaded.lastCreatedMs + 1, written: undefined };
     this.committedHead = 0;
     this.publishedState = null;
     const listeners = [...(this.listeners ?? [])];

@@ -11,7 +11,7 @@ import type { ExpressionBudget } from '../../core/expression-budget.js';
 import { JsonataError } from '../../core/jsonata.js';
 import type { SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
-import { rememberJson } from '../event-json.js';
+import { committedJson, rememberJson } from '../event-json.js';
 
 export interface CollectLimits {
   maxEvents: number;
@@ -63,6 +63,29 @@ export function conditionFailureText(offset: number, error: string): string {
   return `filter.jsonataCondition threw on offset ${offset}: ${error}`;
 }
 
+/** A row to judge: read with SQL (parsed when judged), or an event held since it was written. */
+interface Row {
+  offset: number;
+  json: string;
+  event?: CommittedEvent;
+}
+
+/**
+ * The events in (cursor, head] as rows, when the actor still holds every one of them since it wrote
+ * them (docs/architecture.md "Events just written"); ephemeral ones are left out, as the SQL read
+ * leaves them out. Undefined: read them with SQL.
+ */
+function writtenRows(actor: StreamActor, cursor: number, head: number): Row[] | undefined {
+  const written = actor.writtenEvents(cursor, head);
+  if (written === undefined) return undefined;
+  const rows: Row[] = [];
+  for (let i = 0; i < written.length; i++) {
+    const event = written[i]!;
+    if (event.ephemeral !== true) rows.push({ offset: event.offset, json: committedJson(event), event });
+  }
+  return rows;
+}
+
 export async function collectBatch(
   actor: StreamActor,
   entry: OutboundEntry,
@@ -81,17 +104,23 @@ export async function collectBatch(
   // Pages start at about the batch size (a webhook needs one event, not a thousand rows read and
   // parsed) and double while filters keep passing rows over, up to scanRows per round.
   let pageSize = Math.min(limits.scanRows, limits.maxEvents + 1);
+  const written = writtenRows(actor, cursor, head);
   for (;;) {
-    const rows = actor.store.readRange(sid, {
-      afterOffset: scannedTo,
-      beforeOffset: head + 1,
-      limit: pageSize,
-      includeEphemeral: false,
-      eventTypes: filter?.eventTypes,
-    });
+    const rows: readonly Row[] =
+      written ??
+      actor.store.readRange(sid, {
+        afterOffset: scannedTo,
+        beforeOffset: head + 1,
+        limit: pageSize,
+        includeEphemeral: false,
+        eventTypes: filter?.eventTypes,
+      });
     for (const row of rows) {
-      const event = JSON.parse(row.json) as CommittedEvent;
-      rememberJson(event, row.json);
+      let event = row.event;
+      if (event === undefined) {
+        event = JSON.parse(row.json) as CommittedEvent;
+        rememberJson(event, row.json);
+      }
       // judgeEvent in two steps, so that without a condition no promise is made and awaited per event.
       let judged: Judgement = skippedBeforeCondition(entry, event) ? 'skip' : 'match';
       if (judged === 'match' && withCondition) judged = await judgeCondition(entry, event, actor.expressionBudget);
@@ -107,9 +136,9 @@ export async function collectBatch(
       if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };
     }
     scanned += rows.length;
-    // Fewer rows than asked: everything up to the head has been seen (what is left is ephemeral,
-    // filtered out by type, or not there).
-    if (rows.length < pageSize) {
+    // All of the range held in memory, or fewer rows than asked: everything up to the head has been
+    // seen (what is left is ephemeral, filtered out by type, or not there).
+    if (written !== undefined || rows.length < pageSize) {
       scannedTo = head;
       break;
     }

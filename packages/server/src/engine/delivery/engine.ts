@@ -30,8 +30,9 @@ export class DeliveryEngine {
    */
   poke(actor: StreamActor, committed?: readonly CommittedEvent[]): void {
     const sender = this.senderIfOwed(actor);
-    if (!sender || (committed && sender.passOver(committed))) return;
-    sender.poke();
+    if (!sender) return;
+    if (committed && sender.passOver(committed)) sender.letWrittenGo();
+    else sender.poke();
   }
 
   /** Events were written, not yet durable: copies that go with them start now (StreamSender.written). */

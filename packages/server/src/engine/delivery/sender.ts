@@ -245,6 +245,12 @@ export class StreamSender implements SendLoop {
     this.armed = Number.isFinite(earliest);
     if (this.armed) this.alarm.set(earliest);
     else this.alarm.clear();
+    this.letWrittenGo();
+  }
+
+  /** Nothing in flight, nothing written but not yet durable: no one wants the events the actor holds (written-events.ts). */
+  letWrittenGo(): void {
+    if (this.flights.size === 0 && this.actor.head === this.actor.durableHead) this.actor.releaseWritten();
   }
 
   current(key: string, flight: Flight): SubscriptionRow | undefined {
