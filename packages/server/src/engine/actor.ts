@@ -22,6 +22,7 @@ import { decideAndWrite, type CommitContext, type Loaded } from './actor-commit.
 import { checkFence, planCopies, validateCopyBatch, type CopyBatch } from '../core/copy-builder.js';
 import type { CopyReceipt, WrittenCopyReceipt } from '../ports/directory.js';
 import type { ActorDeps, AppendHooks, ReadRawResult } from './actor-deps.js';
+import type { WrittenEvent } from './written-events.js';
 
 export type { CopyReceipt } from '../ports/directory.js';
 export type { ActorDeps, AppendHooks, ReadRawResult } from './actor-deps.js';
@@ -149,7 +150,7 @@ export class StreamActor {
   }
 
   /** Events with offsets in (after, upTo] from memory, as written (written-events.ts); undefined: read them with SQL. */
-  writtenEvents(after: number, upTo: number): readonly CommittedEvent[] | undefined {
+  writtenEvents(after: number, upTo: number): readonly WrittenEvent[] | undefined {
     return this.load().written?.range(after, upTo);
   }
 

@@ -1,6 +1,6 @@
 import type { CommittedEvent } from '@rivulet/contract';
 import { describe, expect, it } from 'vitest';
-import { WRITTEN_EVENTS_KEPT, WRITTEN_TEXT_KEPT, WrittenEvents } from './written-events.js';
+import { WRITTEN_EVENTS_KEPT, WRITTEN_TEXT_KEPT, WrittenEvents, type WrittenEvent } from './written-events.js';
 
 /** Fresh events at `offsets`, each with a text of `length` characters (only its length matters here). */
 function fresh(offsets: number[], length = 100): { event: CommittedEvent; json: string }[] {
@@ -10,7 +10,7 @@ function fresh(offsets: number[], length = 100): { event: CommittedEvent; json: 
   }));
 }
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-const offsets = (events: readonly CommittedEvent[] | undefined) => events?.map((e) => e.offset);
+const offsets = (events: readonly WrittenEvent[] | undefined) => events?.map((e) => e.event.offset);
 
 describe('the events a stream wrote last', () => {
   it('answers a range only when it holds every offset of it', () => {

@@ -7,7 +7,7 @@
  * lone event would otherwise read the row its own stream wrote a moment before (one SELECT and one
  * JSON.parse per delivery, the largest single statement of a lone copy). The actor keeps the last
  * written events while its stream has outbound subscriptions, and only until its sender finds
- * nothing left to deliver (sender.ts `check`, `passOver`): a quiet stream holds none.
+ * nothing left to deliver (sender.ts `letWrittenGo`): a quiet stream holds none.
  *
  * What makes it safe:
  * - The window is a run of consecutive offsets that ends at the last written event; an append
@@ -27,50 +27,53 @@ export const WRITTEN_EVENTS_KEPT = 64;
 /** Characters of JSON text held at most (an event longer than this is not held at all). */
 export const WRITTEN_TEXT_KEPT = 256 * 1024;
 
+/** An event as written: the committed event and the JSON text it was stored as. */
+export interface WrittenEvent {
+  readonly event: CommittedEvent;
+  readonly json: string;
+}
+
 export class WrittenEvents {
-  private events: CommittedEvent[] = [];
-  private lengths: number[] = [];
+  private held: WrittenEvent[] = [];
   /** Index of the first held event (the ones before it have been let go). */
   private start = 0;
+  /** Characters of JSON text from `start` on. */
   private text = 0;
 
-  /** Events just written, in offset order, with their stored JSON text. */
-  add(fresh: readonly { readonly event: CommittedEvent; readonly json: string }[]): void {
+  /** Events just written, in offset order. */
+  add(fresh: readonly WrittenEvent[]): void {
     for (let i = 0; i < fresh.length; i++) {
-      const { event, json } = fresh[i]!;
-      const held = this.events.length - this.start;
-      if (held > 0 && event.offset !== this.events[this.events.length - 1]!.offset + 1) this.clear();
-      if (json.length > WRITTEN_TEXT_KEPT) {
+      const written = fresh[i]!;
+      const last = this.held.length > this.start ? this.held[this.held.length - 1]! : undefined;
+      if (last !== undefined && written.event.offset !== last.event.offset + 1) this.clear();
+      if (written.json.length > WRITTEN_TEXT_KEPT) {
         this.clear();
         continue;
       }
-      this.events.push(event);
-      this.lengths.push(json.length);
-      this.text += json.length;
-      while (this.events.length - this.start > WRITTEN_EVENTS_KEPT || this.text > WRITTEN_TEXT_KEPT) {
-        this.text -= this.lengths[this.start]!;
+      this.held.push(written);
+      this.text += written.json.length;
+      while (this.held.length - this.start > WRITTEN_EVENTS_KEPT || this.text > WRITTEN_TEXT_KEPT) {
+        this.text -= this.held[this.start]!.json.length;
         this.start++;
       }
     }
     if (this.start >= WRITTEN_EVENTS_KEPT) {
-      this.events = this.events.slice(this.start);
-      this.lengths = this.lengths.slice(this.start);
+      this.held = this.held.slice(this.start);
       this.start = 0;
     }
   }
 
   /** The held events with offsets in (after, upTo], in order; undefined unless every one of them is held. */
-  range(after: number, upTo: number): readonly CommittedEvent[] | undefined {
-    const held = this.events.length - this.start;
-    if (held === 0 || upTo <= after) return undefined;
-    const first = this.events[this.start]!.offset;
-    if (after + 1 < first || upTo > first + held - 1) return undefined;
-    return this.events.slice(this.start + (after + 1 - first), this.start + (upTo - first) + 1);
+  range(after: number, upTo: number): readonly WrittenEvent[] | undefined {
+    const count = this.held.length - this.start;
+    if (count === 0 || upTo <= after) return undefined;
+    const first = this.held[this.start]!.event.offset;
+    if (after + 1 < first || upTo > first + count - 1) return undefined;
+    return this.held.slice(this.start + (after + 1 - first), this.start + (upTo - first) + 1);
   }
 
   clear(): void {
-    this.events = [];
-    this.lengths = [];
+    this.held = [];
     this.start = 0;
     this.text = 0;
   }

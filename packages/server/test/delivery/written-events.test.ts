@@ -75,7 +75,7 @@ describe('events just written, delivered from memory', () => {
     const [event] = await h.append('/s', x(1));
     await waitFor(() => h!.itx.calls.length === 1, 'the call');
     // In flight: the event is still held.
-    expect(h.actor('/s').writtenEvents(event!.offset - 1, event!.offset)?.map((e) => e.offset)).toEqual([event!.offset]);
+    expect(h.actor('/s').writtenEvents(event!.offset - 1, event!.offset)?.map((e) => e.event.offset)).toEqual([event!.offset]);
     release();
     await h.caughtUp('/s', 'k');
     await settle();

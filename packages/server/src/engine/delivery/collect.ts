@@ -11,7 +11,7 @@ import type { ExpressionBudget } from '../../core/expression-budget.js';
 import { JsonataError } from '../../core/jsonata.js';
 import type { SubscriptionRow } from '../../core/repair.js';
 import type { StreamActor } from '../actor.js';
-import { committedJson, rememberJson } from '../event-json.js';
+import { rememberJson } from '../event-json.js';
 
 export interface CollectLimits {
   maxEvents: number;
@@ -65,25 +65,8 @@ export function conditionFailureText(offset: number, error: string): string {
 
 /** A row to judge: read with SQL (parsed when judged), or an event held since it was written. */
 interface Row {
-  offset: number;
   json: string;
   event?: CommittedEvent;
-}
-
-/**
- * The events in (cursor, head] as rows, when the actor still holds every one of them since it wrote
- * them (docs/architecture.md "Events just written"); ephemeral ones are left out, as the SQL read
- * leaves them out. Undefined: read them with SQL.
- */
-function writtenRows(actor: StreamActor, cursor: number, head: number): Row[] | undefined {
-  const written = actor.writtenEvents(cursor, head);
-  if (written === undefined) return undefined;
-  const rows: Row[] = [];
-  for (let i = 0; i < written.length; i++) {
-    const event = written[i]!;
-    if (event.ephemeral !== true) rows.push({ offset: event.offset, json: committedJson(event), event });
-  }
-  return rows;
 }
 
 export async function collectBatch(
@@ -104,7 +87,9 @@ export async function collectBatch(
   // Pages start at about the batch size (a webhook needs one event, not a thousand rows read and
   // parsed) and double while filters keep passing rows over, up to scanRows per round.
   let pageSize = Math.min(limits.scanRows, limits.maxEvents + 1);
-  const written = writtenRows(actor, cursor, head);
+  // Events just written come from memory when all of (cursor, head] is held (docs/architecture.md
+  // "Events just written"), else from SQL.
+  const written = actor.writtenEvents(cursor, head);
   for (;;) {
     const rows: readonly Row[] =
       written ??
@@ -120,7 +105,7 @@ export async function collectBatch(
       if (event === undefined) {
         event = JSON.parse(row.json) as CommittedEvent;
         rememberJson(event, row.json);
-      }
+      } else if (event.ephemeral === true) continue; // never delivered: the SQL read leaves them out
       // judgeEvent in two steps, so that without a condition no promise is made and awaited per event.
       let judged: Judgement = skippedBeforeCondition(entry, event) ? 'skip' : 'match';
       if (judged === 'match' && withCondition) judged = await judgeCondition(entry, event, actor.expressionBudget);
@@ -132,7 +117,7 @@ export async function collectBatch(
         events.push(event);
         bytes += row.json.length;
       }
-      scannedTo = row.offset;
+      scannedTo = event.offset;
       if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };
     }
     scanned += rows.length;
