@@ -12,6 +12,12 @@
  *             every --migrate-every commits one transaction moves the recent keys into the key
  *             table sorted, where keys of one caller land together (bench/README "a key index
  *             written in batches"). Its migrations are inside the figures.
+ *   batched   a candidate, not the engine's: the events table has no index at all, so an append
+ *             writes only the table's tail; both indexes are tables of their own, (sid, ofs) →
+ *             rowid and (idem, sid) → rowid WITHOUT ROWID, filled from the rows past the last
+ *             move every --migrate-every commits (one transaction, sorted). A fresh key is looked
+ *             up in an in-memory map of the keys since the last move and in the key table
+ *             (bench/README "What the two indexes cost an append"). Its moves are inside the figures.
  *
  * Each commit inserts --group events (default 25) into --streams streams (default 100) picked at
  * random, each with a fresh key, `seq` shaped ("c<client>-<n>", 50 clients, as bench/peers sends)
@@ -39,8 +45,9 @@ import { median, ratio, roundOrder } from './verdict.mjs';
 const USAGE = `Usage: node bench/peers/storage-layout.mjs [options]
 
 What one group commit of keyed appends writes to SQLite (WAL frames per commit, µs CPU per append,
-database bytes per event) under three layouts of the idempotency index (format 4, format 5 and
-a candidate written in batches), rounds interleaved.
+database bytes per event, and µs CPU per event of pages read back) under four layouts: the
+idempotency index as format 4 and format 5 have it, a candidate key index written in batches, and a
+candidate with both indexes written in batches; rounds interleaved.
 
   --events N      appends per layout, key shape and round (default 50000)
   --group N       appends per commit (default 25)
@@ -48,7 +55,10 @@ a candidate written in batches), rounds interleaved.
   --rounds N      rounds, layouts in alternating order (default 3)
   --lookup        also SELECT each key before its INSERT (the engine until 2026-12-03)
   --page-size N   SQLite's page size, a power of two from 512 to 65536 (default 4096, the host's)
-  --migrate-every N  commits between two moves of the deferred layout's recent keys (default 100)
+  --migrate-every N  commits between two moves of the deferred layout's recent keys and of the
+                  batched layout's index entries (default 100)
+  --pages N       pages read back at random after the appends, per run (default 2000)
+  --page-events N events per page read back (default 100)
   -h, --help      this text`;
 
 const { values } = parseOptions(
@@ -61,6 +71,8 @@ const { values } = parseOptions(
       lookup: { type: 'boolean', default: false },
       'page-size': { type: 'string', default: '4096' },
       'migrate-every': { type: 'string', default: '100' },
+      pages: { type: 'string', default: '2000' },
+      'page-events': { type: 'string', default: '100' },
     },
   },
   USAGE,
@@ -72,6 +84,8 @@ const STREAMS = positive('streams');
 const ROUNDS = positive('rounds');
 const PAGE = positive('page-size');
 const MIGRATE_EVERY = positive('migrate-every');
+const PAGES = positive('pages');
+const PAGE_EVENTS = positive('page-events');
 if (PAGE < 512 || PAGE > 65536 || (PAGE & (PAGE - 1)) !== 0) {
   console.error(`--page-size must be a power of two from 512 to 65536, not ${PAGE}`);
   process.exit(2);
@@ -80,15 +94,27 @@ const KEY_SHAPES = ['none', 'seq', 'uuid', 'time'];
 
 const TABLE = `CREATE TABLE events (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, type TEXT NOT NULL, ephemeral INTEGER NOT NULL,
   idem TEXT, created_ms INTEGER NOT NULL, body TEXT NOT NULL)`;
-const COMMON = [
-  `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`,
-  `CREATE INDEX events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
-];
+const EPHEMERAL = `CREATE INDEX events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`;
+const BY_OFFSET = `CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`;
 const LAYOUTS = {
-  format4: `CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`,
-  format5: `CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`,
-  deferred: `CREATE TABLE event_keys (idem TEXT NOT NULL, sid INTEGER NOT NULL, ofs INTEGER NOT NULL, PRIMARY KEY (idem, sid)) WITHOUT ROWID;
-    CREATE TABLE recent_keys (sid INTEGER NOT NULL, idem TEXT NOT NULL, ofs INTEGER NOT NULL)`,
+  format4: [BY_OFFSET, EPHEMERAL, `CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`],
+  format5: [BY_OFFSET, EPHEMERAL, `CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`],
+  deferred: [
+    BY_OFFSET,
+    EPHEMERAL,
+    `CREATE TABLE event_keys (idem TEXT NOT NULL, sid INTEGER NOT NULL, ofs INTEGER NOT NULL, PRIMARY KEY (idem, sid)) WITHOUT ROWID`,
+    `CREATE TABLE recent_keys (sid INTEGER NOT NULL, idem TEXT NOT NULL, ofs INTEGER NOT NULL)`,
+  ],
+  batched: [
+    EPHEMERAL,
+    `CREATE TABLE event_offsets (sid INTEGER NOT NULL, ofs INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (sid, ofs)) WITHOUT ROWID`,
+    `CREATE TABLE event_keys (idem TEXT NOT NULL, sid INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (idem, sid)) WITHOUT ROWID`,
+  ],
+};
+/** A page of --page-events events of one stream after an offset, as each layout reads it once its rows are indexed. */
+const PAGE_READ = {
+  batched: `SELECT e.body FROM event_offsets o JOIN events e ON e.rowid = o.rid WHERE o.sid = ? AND o.ofs > ? ORDER BY o.ofs LIMIT ?`,
+  other: `SELECT body FROM events WHERE sid = ? AND ofs > ? ORDER BY ofs LIMIT ?`,
 };
 
 function walBytes(file) {
@@ -109,19 +135,38 @@ function measure(layout, keyShape, seed) {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('wal_autocheckpoint = 0');
-    for (const ddl of [TABLE, ...COMMON, LAYOUTS[layout]]) db.exec(ddl);
+    for (const ddl of [TABLE, ...LAYOUTS[layout]]) db.exec(ddl);
     const insert = db.prepare(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?)`);
     const deferred = layout === 'deferred';
-    const insertIfNew = deferred
+    const batched = layout === 'batched';
+    const insertIfNew = deferred || batched
       ? null
       : db.prepare(
           `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'bench/e', 0, ?, ?, ?) ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`,
         );
-    const lookup = db.prepare(deferred ? `SELECT ofs FROM event_keys WHERE sid = ? AND idem = ?` : `SELECT body FROM events WHERE sid = ? AND idem = ?`);
+    const lookup = db.prepare(
+      deferred ? `SELECT ofs FROM event_keys WHERE sid = ? AND idem = ?` : batched ? `SELECT rid FROM event_keys WHERE sid = ? AND idem = ?` : `SELECT body FROM events WHERE sid = ? AND idem = ?`,
+    );
     const insertRecent = deferred ? db.prepare(`INSERT INTO recent_keys (sid, idem, ofs) VALUES (?, ?, ?)`) : null;
     const migrate = deferred
       ? [db.prepare(`INSERT INTO event_keys (idem, sid, ofs) SELECT idem, sid, ofs FROM recent_keys ORDER BY idem, sid`), db.prepare(`DELETE FROM recent_keys`)]
-      : [];
+      : batched
+        ? [
+            db.prepare(`INSERT INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid > ? ORDER BY sid, ofs`),
+            db.prepare(`INSERT INTO event_keys (idem, sid, rid) SELECT idem, sid, rowid FROM events WHERE rowid > ? AND idem IS NOT NULL ORDER BY idem, sid`),
+          ]
+        : [];
+    // batched: the last rowid whose row is in the index tables.
+    let moved = 0;
+    let lastRowid = 0;
+    const move = () => {
+      begin.run();
+      if (batched) for (const statement of migrate) statement.run(moved);
+      else for (const statement of migrate) statement.run();
+      commit.run();
+      moved = lastRowid;
+      recent.clear();
+    };
     const recent = new Map();
     const begin = db.prepare('BEGIN');
     const commit = db.prepare('COMMIT');
@@ -153,8 +198,13 @@ function measure(layout, keyShape, seed) {
       const cpu0 = process.cpuUsage();
       begin.run();
       for (const [sid, ofs, k, ms, body] of rows) {
-        if (k === null) insert.run(sid, ofs, k, ms, body);
-        else if (deferred) {
+        if (k === null) lastRowid = Number(insert.run(sid, ofs, k, ms, body).lastInsertRowid);
+        else if (batched) {
+          const mapKey = `${sid}\u0000${k}`;
+          if (recent.has(mapKey) || lookup.get(sid, k) !== undefined) throw new Error(`key ${k} taken twice`);
+          lastRowid = Number(insert.run(sid, ofs, k, ms, body).lastInsertRowid);
+          recent.set(mapKey, lastRowid);
+        } else if (deferred) {
           const mapKey = `${sid}\u0000${k}`;
           if (recent.has(mapKey) || lookup.get(sid, k) !== undefined) throw new Error(`key ${k} taken twice`);
           insert.run(sid, ofs, null, ms, body);
@@ -166,12 +216,7 @@ function measure(layout, keyShape, seed) {
         } else insertIfNew.run(sid, ofs, k, ms, body);
       }
       commit.run();
-      if (deferred && (commits + 1) % MIGRATE_EVERY === 0) {
-        begin.run();
-        for (const statement of migrate) statement.run();
-        commit.run();
-        recent.clear();
-      }
+      if ((deferred || batched) && (commits + 1) % MIGRATE_EVERY === 0) move();
       const cpu = process.cpuUsage(cpu0);
       cpuUs += cpu.user + cpu.system;
       commits++;
@@ -182,8 +227,23 @@ function measure(layout, keyShape, seed) {
       }
     }
     const bytes = statSync(file).size;
+    // Pages of one stream read back once every row is indexed: what the layout costs a catch-up read.
+    if (batched && moved < lastRowid) move();
+    const read = db.prepare(batched ? PAGE_READ.batched : PAGE_READ.other).raw(true);
+    const readCpu0 = process.cpuUsage();
+    let read_ = 0;
+    for (let p = 0; p < PAGES; p++) {
+      const sid = next() % STREAMS;
+      read_ += read.all(sid, next() % Math.max(1, heads[sid] - PAGE_EVENTS), PAGE_EVENTS).length;
+    }
+    const readCpu = process.cpuUsage(readCpu0);
     db.close();
-    return { framesPerCommit: frames / commits, cpuUsPerAppend: cpuUs / EVENTS, dbBytesPerEvent: bytes / EVENTS };
+    return {
+      framesPerCommit: frames / commits,
+      cpuUsPerAppend: cpuUs / EVENTS,
+      dbBytesPerEvent: bytes / EVENTS,
+      readUsPerEvent: (readCpu.user + readCpu.system) / Math.max(1, read_),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -198,16 +258,18 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(
   `${GROUP} appends per commit over ${STREAMS} streams at random, ${EVENTS} appends per run, medians of ${ROUNDS} rounds, ${values.lookup ? 'SELECT then INSERT' : 'INSERT … ON CONFLICT DO NOTHING'} per keyed row`,
 );
-console.log('keys | layout   | WAL frames/commit | µs CPU/append | db bytes/event');
+console.log('keys | layout   | WAL frames/commit | µs CPU/append | db bytes/event | µs CPU/event read');
 const med = (layout, keyShape, field) => median(runs.filter((r) => r.layout === layout && r.keyShape === keyShape).map((r) => r[field]));
 for (const keyShape of KEY_SHAPES) {
   for (const layout of Object.keys(LAYOUTS)) {
     console.log(
-      `${keyShape.padEnd(4)} | ${layout.padEnd(8)} | ${med(layout, keyShape, 'framesPerCommit').toFixed(1).padStart(17)} | ${med(layout, keyShape, 'cpuUsPerAppend').toFixed(1).padStart(13)} | ${med(layout, keyShape, 'dbBytesPerEvent').toFixed(0).padStart(14)}`,
+      `${keyShape.padEnd(4)} | ${layout.padEnd(8)} | ${med(layout, keyShape, 'framesPerCommit').toFixed(1).padStart(17)} | ${med(layout, keyShape, 'cpuUsPerAppend').toFixed(1).padStart(13)} | ${med(layout, keyShape, 'dbBytesPerEvent').toFixed(0).padStart(14)} | ${med(layout, keyShape, 'readUsPerEvent').toFixed(2).padStart(17)}`,
     );
   }
-  for (const [label, a, b] of [['5 ÷ 4   ', 'format5', 'format4'], ['def. ÷ 5', 'deferred', 'format5']]) {
+  for (const [label, a, b] of [['5 ÷ 4   ', 'format5', 'format4'], ['def. ÷ 5', 'deferred', 'format5'], ['bat. ÷ 5', 'batched', 'format5']]) {
     const r = (field) => ratio(med(a, keyShape, field), med(b, keyShape, field)).toFixed(2);
-    console.log(`${keyShape.padEnd(4)} | ${label} | ${`${r('framesPerCommit')}x`.padStart(17)} | ${`${r('cpuUsPerAppend')}x`.padStart(13)} | ${`${r('dbBytesPerEvent')}x`.padStart(14)}`);
+    console.log(
+      `${keyShape.padEnd(4)} | ${label} | ${`${r('framesPerCommit')}x`.padStart(17)} | ${`${r('cpuUsPerAppend')}x`.padStart(13)} | ${`${r('dbBytesPerEvent')}x`.padStart(14)} | ${`${r('readUsPerEvent')}x`.padStart(17)}`,
+    );
   }
 }
