@@ -89,7 +89,7 @@ export function defineSqlChecks(t: ConformanceApi, current: () => SqlStorage): v
       expect(s.execRows(sql, 3)).toEqual([[3, 'c', 6]]);
     });
 
-    it('group_concat over an ordered, limited subquery joins its rows in that order (StreamStore.readRangeJoined)', () => {
+    it('group_concat over an ordered, limited subquery joins its rows in that order (EventRows.rangeJoined)', () => {
       // As the events table: a rowid table with a unique (group, offset) index, rows of several
       // groups interleaved and each group's offsets inserted out of order, so that neither rowid
       // nor insertion order is offset order.

@@ -93,8 +93,8 @@ export function writeDecision(
             createdMs: nowMs,
             json,
           };
-          if (!keysUnchecked || row.idempotencyKey === undefined) store.insertEvent(sid, row);
-          else if (!store.insertEventIfNewKey(sid, row as typeof row & { idempotencyKey: string })) {
+          if (!keysUnchecked || row.idempotencyKey === undefined) store.events.insert(sid, row);
+          else if (!store.events.insertIfNewKey(sid, row as typeof row & { idempotencyKey: string })) {
             // A single write that did nothing has nothing to undo (and a singleWrite transaction
             // must not fail after its write, TransactionOptions); anything else is undone.
             if (singleWrite) return false;
@@ -102,7 +102,7 @@ export function writeDecision(
           }
         }
         if (saveHead) store.saveHead(sid, decision.head, decision.state, decision.stateJson);
-        if (prune) store.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
+        if (prune) store.events.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);
         if (repair) loaded.subscriptions.repair(decision.state, sid);
         loaded.sid = sid;
         return true;

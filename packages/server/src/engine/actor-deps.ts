@@ -35,7 +35,7 @@ export interface ReadRawResult {
   streamMaxOffset: number;
   /** Committed events as stored JSON text, in offset order (empty when `joined` is given). */
   events: RawEvent[];
-  /** With the read option `joined`: the events as one text instead (StreamStore.readRangeJoined). */
+  /** With the read option `joined`: the events as one text instead (EventRows.rangeJoined). */
   joined?: JoinedRange;
 }
 

@@ -55,10 +55,10 @@ export class StreamActor {
       // Every copy carries its identity (protocol §13.2): the batch's keys in one statement, at the
       // first lookup of its section (there is none when its inserts found every key new).
       const keys = this.copyInputs.map((input) => input.idempotencyKey!);
-      known = this.knownIdempotent = { asked: new Set(keys), found: this.deps.store.findByIdempotencyKeys(sid, keys) };
+      known = this.knownIdempotent = { asked: new Set(keys), found: this.deps.store.events.byKeys(sid, keys) };
     }
     if (known !== null && known.asked.has(key)) return known.found.get(key);
-    return this.deps.store.findByIdempotencyKey(sid, key);
+    return this.deps.store.events.byKey(sid, key);
   };
   /**
    * The copies of the synchronous section running now (receiveCopies), and their keys once looked
@@ -297,10 +297,10 @@ export class StreamActor {
     const range = { ...q, beforeOffset: before, ephemeralSinceMs };
     const empty = q.afterOffset + 1 >= before;
     if (q.joined === true) {
-      const joined = empty ? NO_EVENTS : this.deps.store.readRangeJoined(loaded.sid, range);
+      const joined = empty ? NO_EVENTS : this.deps.store.events.rangeJoined(loaded.sid, range);
       return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events: [], joined };
     }
-    const events = empty ? [] : this.deps.store.readRange(loaded.sid, range);
+    const events = empty ? [] : this.deps.store.events.range(loaded.sid, range);
     return { streamId: loaded.state!.streamId, streamMaxOffset: this.committedHead, events };
   }
 

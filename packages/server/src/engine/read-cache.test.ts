@@ -328,8 +328,8 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
           const ephemeral = random() < 0.1;
           const json = JSON.stringify({ offset: head, type: 't', payload: { n: head, s: 'é😀,"'.repeat(1 + (head % 3)) } });
           const row = { offset: head, type: 't', ephemeral, idempotencyKey: undefined, createdMs: 1000 + head, json };
-          cached.insertEvent(sid, row);
-          cached.insertEvent(other, row);
+          cached.events.insert(sid, row);
+          cached.events.insert(other, row);
         }
       });
     const compare = (rounds: number) => {
@@ -342,7 +342,7 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
           includeEphemeral: random() < 0.5,
           ephemeralSinceMs: random() < 0.5 ? 1000 + Math.floor(random() * head) : undefined,
         };
-        expect(checked(cached.readRangeJoined(sid, q)), JSON.stringify(q)).toEqual(plain.readRangeJoined(sid, q));
+        expect(checked(cached.events.rangeJoined(sid, q)), JSON.stringify(q)).toEqual(plain.events.rangeJoined(sid, q));
       }
     };
     append(1500);
@@ -351,7 +351,7 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
     compare(150);
     expect(cache.stats().hits).toBeGreaterThan(100);
     // Retention deletes ephemeral rows: the stream's chunks are forgotten, pages stay the same.
-    const removed = sql.transaction(() => cached.pruneEphemeral(sid, 1000 + 1200, 0, head));
+    const removed = sql.transaction(() => cached.events.pruneEphemeral(sid, 1000 + 1200, 0, head));
     expect(removed).toBeGreaterThan(0);
     expect(cache.stats().chunks).toBe(0);
     compare(150);
@@ -359,16 +359,16 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
     // destroy forgets them (and only them).
     const held = cache.stats().chunks;
     const q = (afterOffset: number) => ({ afterOffset, beforeOffset: head + 1, limit: 500, includeEphemeral: true });
-    for (let after = 0, page = plain.readRangeJoined(other, q(0)); page.count > 0; after = page.last, page = plain.readRangeJoined(other, q(after))) {
+    for (let after = 0, page = plain.events.rangeJoined(other, q(0)); page.count > 0; after = page.last, page = plain.events.rangeJoined(other, q(after))) {
       // Read twice: one pass alone leaves the cache as it was (ReadCache.admit).
-      expect(checked(cached.readRangeJoined(other, q(after)))).toEqual(page);
-      expect(checked(cached.readRangeJoined(other, q(after)))).toEqual(page);
+      expect(checked(cached.events.rangeJoined(other, q(after)))).toEqual(page);
+      expect(checked(cached.events.rangeJoined(other, q(after)))).toEqual(page);
     }
     const ofOther = Math.floor((head + 1) / 512);
     expect(cache.stats().chunks).toBe(held + ofOther);
     sql.transaction(() => cached.erase(other));
     expect(cache.stats().chunks).toBe(held);
-    expect(cached.readRangeJoined(other, q(0))).toEqual({ count: 0, first: 0, last: 0, json: '' });
+    expect(cached.events.rangeJoined(other, q(0))).toEqual({ count: 0, first: 0, last: 0, json: '' });
   });
 
   it(`a purged lifetime's sid, taken again by a new stream, reads only the new stream's events, even after a stray read of the old one (${name})`, async () => {
@@ -380,15 +380,15 @@ describe.each(['SqliteStorage', 'MemoryStorage'])('ReadCache through StreamStore
       sql.transaction(() => {
         for (let offset = 1; offset <= count; offset++) {
           const json = JSON.stringify({ offset, type: 't', payload: { tag } });
-          cached.insertEvent(sid, { offset, type: 't', ephemeral: false, idempotencyKey: undefined, createdMs: 1000 + offset, json });
+          cached.events.insert(sid, { offset, type: 't', ephemeral: false, idempotencyKey: undefined, createdMs: 1000 + offset, json });
         }
       });
     const q = (afterOffset: number) => ({ afterOffset, beforeOffset: 1501, limit: 500, includeEphemeral: false });
     /** Every page of the stream, each read twice (the second fills the cache). */
     const pages = (sid: number) => {
       const texts: string[] = [];
-      for (let after = 0, page = cached.readRangeJoined(sid, q(0)); page.count > 0; after = page.last, page = cached.readRangeJoined(sid, q(after))) {
-        expect(checked(cached.readRangeJoined(sid, q(after)))).toEqual(plain.readRangeJoined(sid, q(after)));
+      for (let after = 0, page = cached.events.rangeJoined(sid, q(0)); page.count > 0; after = page.last, page = cached.events.rangeJoined(sid, q(after))) {
+        expect(checked(cached.events.rangeJoined(sid, q(after)))).toEqual(plain.events.rangeJoined(sid, q(after)));
         texts.push(page.json);
       }
       return texts.join(',');

@@ -21,7 +21,7 @@
  * take more than a quarter of it is not kept.
  */
 import type { SqlStorage } from '../ports/storage.js';
-import type { JoinedRange, RangeQuery } from './stream-store.js';
+import type { JoinedRange, RangeQuery } from './event-rows.js';
 
 /** The size the Node host gives it unless told (`--read-cache-mb`): 128 MiB. */
 export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
@@ -56,8 +56,8 @@ export interface ChunkSource {
 
 /**
  * A chunk's rows as SQL gives them: the texts of every row of the range joined by
- * the separator, in offset order (the LIMIT keeps the inner ORDER BY, as in StreamStore's
- * readRangeJoined), and its ephemeral rows; the offsets only when some are missing.
+ * the separator, in offset order (the LIMIT keeps the inner ORDER BY, as in
+ * EventRows.rangeJoined), and its ephemeral rows; the offsets only when some are missing.
  */
 const CHUNK_ROWS = `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
   group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END), coalesce(sum(length(CAST(body AS BLOB))), 0)

@@ -1,5 +1,5 @@
 /**
- * The read page built by SQLite (`StreamStore.readRangeJoined`, `readRaw` with `joined`, the
+ * The read page built by SQLite (`EventRows.rangeJoined`, `readRaw` with `joined`, the
  * text of `http/stream-routes.ts` `pageText`) against the page as it was built before: one stored
  * body per row, joined in JavaScript. Same bytes, same tag, same rules (limit, afterOffset,
  * beforeOffset, type filters, ephemeral events and their retention, never past the committed

@@ -144,7 +144,7 @@ describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) =>
     expect(checkpointOf(storage, '/s')!.head).toBe(2);
     // The store refuses to go above the checkpoint it is given, whatever the retention says.
     const sid = actor.sid!;
-    expect(deps.store.pruneEphemeral(sid, now + 1, 0, 4)).toBe(1);
+    expect(deps.store.events.pruneEphemeral(sid, now + 1, 0, 4)).toBe(1);
     expect(storage.exec(`SELECT ofs FROM events WHERE ephemeral = 1`)).toEqual([{ ofs: 5 }]);
     now += 20_000;
     await actor.append([x(4, { ephemeral: true })], 'public');
@@ -201,7 +201,7 @@ describe.each(adapters)('the streams row is a checkpoint ($name)', ({ open }) =>
   });
 });
 
-describe.each(adapters)('insertEventIfNewKey ($name)', ({ open }) => {
+describe.each(adapters)('EventRows.insertIfNewKey ($name)', ({ open }) => {
   it('writes a new key, writes nothing for a key stored in the stream, and still refuses an offset given twice', async () => {
     const storage = await open();
     openSchema(storage);
@@ -209,11 +209,11 @@ describe.each(adapters)('insertEventIfNewKey ($name)', ({ open }) => {
     const a = store.create(null, '/a', 'a', '2025-01-01T00:00:00.000Z');
     const b = store.create(null, '/b', 'b', '2025-01-01T00:00:00.000Z');
     const row = (offset: number, idempotencyKey: string) => ({ offset, type: 'app/x', ephemeral: false, idempotencyKey, createdMs: 0, json: `{"offset":${offset}}` });
-    expect(storage.transaction(() => store.insertEventIfNewKey(a, row(1, 'k')))).toBe(true);
-    expect(storage.transaction(() => store.insertEventIfNewKey(a, row(2, 'k')))).toBe(false);
+    expect(storage.transaction(() => store.events.insertIfNewKey(a, row(1, 'k')))).toBe(true);
+    expect(storage.transaction(() => store.events.insertIfNewKey(a, row(2, 'k')))).toBe(false);
     // The same key in another stream is another key.
-    expect(storage.transaction(() => store.insertEventIfNewKey(b, row(1, 'k')))).toBe(true);
-    expect(() => storage.transaction(() => store.insertEventIfNewKey(a, row(1, 'other')))).toThrow(/UNIQUE/);
+    expect(storage.transaction(() => store.events.insertIfNewKey(b, row(1, 'k')))).toBe(true);
+    expect(() => storage.transaction(() => store.events.insertIfNewKey(a, row(1, 'other')))).toThrow(/UNIQUE/);
     expect(storage.exec(`SELECT sid, ofs, idem, body FROM events ORDER BY sid, ofs`)).toEqual([
       { sid: a, ofs: 1, idem: 'k', body: '{"offset":1}' },
       { sid: b, ofs: 1, idem: 'k', body: '{"offset":1}' },

@@ -1,11 +1,15 @@
 /**
- * Row access of the engine: every SQL statement the stream actor runs (but the read cache's, in
- * read-cache.ts), over the storage port. Holds no state; one instance serves every stream of a database.
+ * Row access of the engine: every SQL statement the stream actor runs, over the storage port; the
+ * events table's own statements are in event-rows.ts, which this hands them to (and the read
+ * cache's chunk loads in read-cache.ts). Holds no state; one instance serves every stream of a database.
  */
-import type { CommittedEvent, CoreState, StreamListEntry } from '@rivulet/contract';
+import type { CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
+import { derivedHeadSql, EventRows } from './event-rows.js';
+import type { ReadCache } from './read-cache.js';
 import { FORMAT_VERSION } from './schema.js';
+
+export type { EventRowInput, JoinedRange, RangeQuery, RawEvent } from './event-rows.js';
 
 /** A stream as loaded: the streams row's checkpoint with the event rows after it added in (`find`). */
 export interface StreamRow {
@@ -29,75 +33,10 @@ export interface StreamRow {
  */
 export const CHECKPOINT_EVERY = 1000;
 
-export interface RangeQuery {
-  afterOffset: number;
-  /** Exclusive upper bound. */
-  beforeOffset: number;
-  limit: number;
-  includeEphemeral: boolean;
-  /** With includeEphemeral: ephemeral events created before this time are past retention and hidden. */
-  ephemeralSinceMs?: number | undefined;
-  eventTypes?: readonly string[] | undefined;
-}
-
-export interface EventRowInput {
-  offset: number;
-  type: string;
-  ephemeral: boolean;
-  idempotencyKey: string | undefined;
-  createdMs: number;
-  json: string;
-}
-
-/**
- * The head as stored, for statements over many streams (`s` is the streams row): the checkpoint or
- * the highest event offset, whichever is higher (one index lookup per stream).
- */
-const DERIVED_HEAD = `max(s.head, coalesce((SELECT max(e.ofs) FROM events e WHERE e.sid = s.sid), 0))`;
-
-/** A committed event as stored: its offset and its JSON text. */
-export interface RawEvent {
-  offset: number;
-  json: string;
-}
-
-/** Committed events of a range as one JSON text: the bodies in offset order joined by commas. */
-export interface JoinedRange {
-  count: number;
-  /** Offsets of the first and last event (0 when there is none). */
-  first: number;
-  last: number;
-  /** The bodies joined by ","; empty when there is none. */
-  json: string;
-  /** The UTF-8 length of `json` when it is known without counting (the read cache knows it for texts of ASCII only). */
-  jsonBytes?: number;
-}
-
-/** The select of a range's rows (offset, body) in offset order, shared by both range reads. */
-function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string | number)[] } {
-  const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
-  let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
-  if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
-  else if (q.ephemeralSinceMs !== undefined) {
-    sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
-    params.push(q.ephemeralSinceMs);
-  }
-  if (q.eventTypes && q.eventTypes.length > 0) {
-    // One parameter whatever the number of types: the Durable Object SQL API binds at most 100
-    // parameters per statement, and a filter may name 256 types.
-    sql += ` AND type IN (SELECT value FROM json_each(?))`;
-    params.push(JSON.stringify(q.eventTypes));
-  }
-  sql += ` ORDER BY ofs LIMIT ?`;
-  params.push(q.limit);
-  return { sql, params };
-}
-
 const projectKey = (projectId: string | null): string => projectId ?? '';
 
-/** One event row (insertEvent), and the same unless its key is stored (insertEventIfNewKey). */
-const INSERT_EVENT = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_EVENT_IF_NEW_KEY = `${INSERT_EVENT} ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
+/** The head as stored, for statements over many streams (`s` is the streams row; event-rows.ts). */
+const DERIVED_HEAD = derivedHeadSql('s');
 
 /** The project of a streams row whose lifetime was destroyed and whose events are still being purged. */
 export const ERASED_PROJECT = '\u0000erased';
@@ -118,7 +57,8 @@ export interface StreamStoreOptions {
 
 export class StreamStore {
   readonly checkpointEvery: number;
-  private chunkSource: ChunkSource | undefined;
+  /** The events table's statements. */
+  readonly events: EventRows;
   /** The streams' subscription runtimes holding progress not written yet (readers across streams flush them first). */
   readonly unpersisted = new Set<{ persistDirty(): void }>();
 
@@ -127,6 +67,7 @@ export class StreamStore {
     private readonly options: StreamStoreOptions = {},
   ) {
     this.checkpointEvery = options.checkpointEvery ?? CHECKPOINT_EVERY;
+    this.events = new EventRows(storage, options.readCache);
   }
 
   /**
@@ -142,12 +83,7 @@ export class StreamStore {
       path,
     )[0];
     if (!row) return undefined;
-    const after = this.storage.exec<{ head: number | null; durable: number; last: number | null }>(
-      `SELECT max(ofs) AS head, coalesce(sum(1 - ephemeral), 0) AS durable, max(CASE WHEN ephemeral = 0 THEN ofs END) AS last
-       FROM events WHERE sid = ? AND ofs > ?`,
-      row.sid,
-      row.head,
-    )[0]!;
+    const after = this.events.afterCheckpoint(row.sid, row.head);
     const loaded: StreamRow = { ...row, checkpoint: row.head };
     if (after.head !== null) {
       loaded.head = after.head;
@@ -204,79 +140,6 @@ export class StreamStore {
     }
   }
 
-  insertEvent(sid: number, row: EventRowInput): void {
-    this.storage.run(
-      INSERT_EVENT,
-      sid,
-      row.offset,
-      row.type,
-      row.ephemeral ? 1 : 0,
-      row.idempotencyKey ?? null,
-      row.createdMs,
-      row.json,
-    );
-  }
-
-  /**
-   * Inserts a keyed event unless its key is stored in this stream (then answers false, having
-   * written nothing): a fresh key costs this one statement, no lookup first (docs/architecture.md
-   * "Storage"). Only the key's conflict is absorbed: an offset given twice fails as in insertEvent.
-   */
-  insertEventIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
-    return this.storage.run(INSERT_EVENT_IF_NEW_KEY, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
-  }
-
-  findByIdempotencyKey(sid: number, key: string): CommittedEvent | undefined {
-    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
-    return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
-  }
-
-  /**
-   * The stored events of many idempotency keys at once: one statement, each key one probe of the
-   * (idem, sid) index, where `findByIdempotencyKey` per key is one statement each. Keys not stored
-   * are absent from the answer.
-   */
-  findByIdempotencyKeys(sid: number, keys: readonly string[]): Map<string, CommittedEvent> {
-    const found = new Map<string, CommittedEvent>();
-    if (keys.length === 0) return found;
-    // One parameter for all keys (the Durable Object SQL API binds at most 100 per statement).
-    const rows = this.storage.execRows(`SELECT idem, body FROM events WHERE idem IN (SELECT value FROM json_each(?)) AND sid = ?`, JSON.stringify(keys), sid);
-    for (const row of rows) found.set(row[0] as string, JSON.parse(row[1] as string) as CommittedEvent);
-    return found;
-  }
-
-  /** Raw JSON bodies of a range, in offset order. */
-  readRange(sid: number, q: RangeQuery): RawEvent[] {
-    const { sql, params } = rangeSelect(sid, q);
-    // Rows as arrays: no object per row from the driver (reads of 500 events spent ~0.5 µs per
-    // event on it; bench/README).
-    const rows = this.storage.execRows(sql, ...params);
-    const out: RawEvent[] = new Array<RawEvent>(rows.length);
-    for (let i = 0; i < rows.length; i++) out[i] = { offset: rows[i]![0] as number, json: rows[i]![1] as string };
-    return out;
-  }
-
-  /**
-   * The same range as `readRange`, joined by SQLite into one text: the bodies in offset order
-   * separated by commas, with their count and first and last offsets. A read page is this text
-   * inside its brackets; building it in SQL spares one driver string per event and the join of
-   * them (bench/README "Levers: reads and copy drain").
-   *
-   * The order: the inner select orders by offset and limits, so SQLite produces its rows in that
-   * order (a LIMIT keeps a subquery's ORDER BY), and group_concat appends them as they come. An
-   * aggregate `ORDER BY` would say so in SQL too, but it sorts the page again (about as slow as
-   * the rows it replaces); the storage conformance checks hold the order on every adapter.
-   */
-  readRangeJoined(sid: number, q: RangeQuery): JoinedRange {
-    const cached = this.options.readCache?.page(sid, q, (this.chunkSource ??= sqlChunkSource(this.storage)));
-    if (cached !== undefined) return cached;
-    const { sql, params } = rangeSelect(sid, q);
-    const row = this.storage.execRows(`SELECT count(*), min(ofs), max(ofs), group_concat(body, ',') FROM (${sql})`, ...params)[0]!;
-    const count = row[0] as number;
-    if (count === 0) return { count: 0, first: 0, last: 0, json: '' };
-    return { count, first: row[1] as number, last: row[2] as number, json: row[3] as string };
-  }
-
   /**
    * Erases one stream lifetime. With deferred erasure its events stay until `purgeErased` deletes
    * them; the streams row stays too, moved out of every project (so the path is free at once and
@@ -292,13 +155,13 @@ export class StreamStore {
       this.options.onDeferredErase();
       return;
     }
-    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.events.deleteAll(sid);
     this.storage.run(`DELETE FROM streams WHERE sid = ?`, sid);
   }
 
   /** Event rows of destroyed lifetimes not purged yet. */
   erasedEventCount(): number {
-    return this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`, ERASED_PROJECT)[0]!.n;
+    return this.events.countInProject(ERASED_PROJECT);
   }
 
   /**
@@ -311,7 +174,7 @@ export class StreamStore {
     if (!row) return false;
     this.storage.transaction(
       () => {
-        const removed = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, row.sid, maxRows);
+        const removed = this.events.deleteSome(row.sid, maxRows);
         if (removed >= maxRows) return;
         this.storage.run(`DELETE FROM streams WHERE sid = ?`, row.sid);
         this.options.readCache?.forget(row.sid);
@@ -319,34 +182,6 @@ export class StreamStore {
       { durable: false },
     );
     return true;
-  }
-
-  /**
-   * Drops ephemeral events older than `beforeMs`, and beyond the newest `keep`, never above
-   * `checkpoint`: the caller passes the head it has just saved with `saveHead` (in the same
-   * transaction), because the head of a stream is derived from its highest event row above the
-   * checkpoint and offsets are never reused.
-   */
-  pruneEphemeral(sid: number, beforeMs: number, keep: number, checkpoint: number): number {
-    let removed = this.storage.run(
-      `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND created_ms < ? AND ofs <= ?`,
-      sid,
-      beforeMs,
-      checkpoint,
-    );
-    const count = this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`, sid)[0]!.n;
-    if (count > keep) {
-      removed += this.storage.run(
-        `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs <= ? AND ofs IN
-           (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
-        sid,
-        checkpoint,
-        sid,
-        count - keep,
-      );
-    }
-    if (removed > 0) this.options.readCache?.forget(sid);
-    return removed;
   }
 
   /** Streams with subscription rows (the Node host pokes them at start, so owed work resumes). */

@@ -123,8 +123,8 @@ describe('copies', () => {
     const stored = h.events('/r').filter((e) => e.type === 'app/x');
     expect(stored).toHaveLength(2);
     const before = h.head('/r');
-    const one = vi.spyOn(h.store, 'findByIdempotencyKey');
-    const many = vi.spyOn(h.store, 'findByIdempotencyKeys');
+    const one = vi.spyOn(h.store.events, 'byKey');
+    const many = vi.spyOn(h.store.events, 'byKeys');
     await h.actor('/r').receiveCopies(batch([3, 4, 5, 6]));
     expect(h.head('/r')).toBe(before + 2);
     expect(one).not.toHaveBeenCalled();

@@ -15,10 +15,10 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** Reads of `path`'s rows by delivery (StreamStore.readRange with the source's sid). */
+/** Reads of `path`'s rows by delivery (EventRows.range with the source's sid). */
 function rowReads(h: Harness, path: string) {
   const sid = h.actor(path).sid;
-  const spy = vi.spyOn(h.store, 'readRange');
+  const spy = vi.spyOn(h.store.events, 'range');
   return () => spy.mock.calls.filter(([readSid]) => readSid === sid).length;
 }
 

@@ -93,7 +93,7 @@ export async function collectBatch(
   for (;;) {
     const rows: readonly Row[] =
       written ??
-      actor.store.readRange(sid, {
+      actor.store.events.range(sid, {
         afterOffset: scannedTo,
         beforeOffset: head + 1,
         limit: pageSize,

@@ -74,7 +74,7 @@ export async function previewSubscription(actor: StreamActor, body: PreviewSubsc
     configuredAtOffset,
     configuredAt: isoAt(nowMs),
   };
-  const rows = actor.store.readRange(sid, {
+  const rows = actor.store.events.range(sid, {
     afterOffset: afterOffset ?? Math.max(0, head - limit),
     beforeOffset: head + 1,
     limit,

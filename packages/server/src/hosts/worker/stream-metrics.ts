@@ -5,6 +5,7 @@
  */
 import type { StreamActor } from '../../engine/actor.js';
 import { engineLog } from '../../engine/compose.js';
+import { EventRows } from '../../engine/event-rows.js';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { ErrorLogger } from '../../http/errors.js';
 import type { SqlStorage } from '../../ports/storage.js';
@@ -30,6 +31,7 @@ export interface ReportedObject {
 export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetrics): MetricsReporter {
   const index = () => host.env.STREAM_INDEX.getByName(projectObjectName(host.projectId()));
   const log = engineLog(host.logger);
+  const rows = new EventRows(host.storage, undefined);
   return new MetricsReporter({
     timer: systemTimer,
     metrics,
@@ -48,14 +50,7 @@ export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetri
         actor.readRaw({ afterOffset: after, limit, includeEphemeral: false, eventTypes: COUNTED_TYPES }).events;
       return scanFacts(read, afterOffset, (key) => actionOf(actor, key));
     },
-    scanBytes: (streamId, afterOffset, throughOffset) =>
-      host.storage.exec<{ bytes: number }>(
-        // length() of a BLOB counts bytes: the stored JSON's UTF-8 bytes, as the engine counts them.
-        `SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) AS bytes FROM events WHERE sid = (SELECT sid FROM streams WHERE stream_id = ?) AND ofs > ? AND ofs <= ?`,
-        streamId,
-        afterOffset,
-        throughOffset,
-      )[0]!.bytes,
+    scanBytes: (streamId, afterOffset, throughOffset) => rows.storedBytes(streamId, afterOffset, throughOffset),
     mark: (streamId) => unwrap('the stream index', () => index().metricsMark(host.projectId(), streamId)),
     send: (report) => unwrap('the stream index', () => index().reportMetrics(host.projectId(), report)),
     log,

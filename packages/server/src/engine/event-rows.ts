@@ -1,0 +1,223 @@
+/**
+ * The rows of the events table: every statement that writes, finds or deletes events by stream
+ * and offset or by idempotency key, over the storage port (the read cache's chunk loads excepted,
+ * read-cache.ts). StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands event
+ * work here, so the events table's layout and its indexes are known in one place (docs/
+ * architecture.md "Storage"). Holds no state besides the read cache's chunk source.
+ */
+import type { CommittedEvent } from '@rivulet/contract';
+import type { SqlStorage } from '../ports/storage.js';
+import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
+
+export interface RangeQuery {
+  afterOffset: number;
+  /** Exclusive upper bound. */
+  beforeOffset: number;
+  limit: number;
+  includeEphemeral: boolean;
+  /** With includeEphemeral: ephemeral events created before this time are past retention and hidden. */
+  ephemeralSinceMs?: number | undefined;
+  eventTypes?: readonly string[] | undefined;
+}
+
+export interface EventRowInput {
+  offset: number;
+  type: string;
+  ephemeral: boolean;
+  idempotencyKey: string | undefined;
+  createdMs: number;
+  json: string;
+}
+
+/** A committed event as stored: its offset and its JSON text. */
+export interface RawEvent {
+  offset: number;
+  json: string;
+}
+
+/** Committed events of a range as one JSON text: the bodies in offset order joined by commas. */
+export interface JoinedRange {
+  count: number;
+  /** Offsets of the first and last event (0 when there is none). */
+  first: number;
+  last: number;
+  /** The bodies joined by ","; empty when there is none. */
+  json: string;
+  /** The UTF-8 length of `json` when it is known without counting (the read cache knows it for texts of ASCII only). */
+  jsonBytes?: number;
+}
+
+/** What the event rows above a stream's checkpoint add to it (EventRows.afterCheckpoint). */
+export interface RowsAfterCheckpoint {
+  /** The highest offset above the checkpoint; null when there is no row above it. */
+  head: number | null;
+  /** Rows above it that are not ephemeral. */
+  durable: number;
+  /** The highest offset above it of an event that is not ephemeral; null when there is none. */
+  last: number | null;
+}
+
+/**
+ * The head as stored, for statements over many streams (`alias` names the streams row, or a row
+ * with its `sid` and `head`): the checkpoint or the highest event offset, whichever is higher (one
+ * index lookup per stream).
+ */
+export function derivedHeadSql(alias: string): string {
+  return `max(${alias}.head, coalesce((SELECT max(e.ofs) FROM events e WHERE e.sid = ${alias}.sid), 0))`;
+}
+
+/** The select of a range's rows (offset, body) in offset order, shared by both range reads. */
+function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string | number)[] } {
+  const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
+  let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
+  if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
+  else if (q.ephemeralSinceMs !== undefined) {
+    sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
+    params.push(q.ephemeralSinceMs);
+  }
+  if (q.eventTypes && q.eventTypes.length > 0) {
+    // One parameter whatever the number of types: the Durable Object SQL API binds at most 100
+    // parameters per statement, and a filter may name 256 types.
+    sql += ` AND type IN (SELECT value FROM json_each(?))`;
+    params.push(JSON.stringify(q.eventTypes));
+  }
+  sql += ` ORDER BY ofs LIMIT ?`;
+  params.push(q.limit);
+  return { sql, params };
+}
+
+/** One event row (insert), and the same unless its key is stored (insertIfNewKey). */
+const INSERT_EVENT = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_EVENT_IF_NEW_KEY = `${INSERT_EVENT} ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
+
+export class EventRows {
+  private chunkSource: ChunkSource | undefined;
+
+  constructor(
+    private readonly storage: SqlStorage,
+    private readonly readCache: ReadCache | undefined,
+  ) {}
+
+  /** What the rows of stream `sid` above offset `checkpoint` add to its checkpoint (StreamStore.find). */
+  afterCheckpoint(sid: number, checkpoint: number): RowsAfterCheckpoint {
+    return this.storage.exec<RowsAfterCheckpoint>(
+      `SELECT max(ofs) AS head, coalesce(sum(1 - ephemeral), 0) AS durable, max(CASE WHEN ephemeral = 0 THEN ofs END) AS last
+       FROM events WHERE sid = ? AND ofs > ?`,
+      sid,
+      checkpoint,
+    )[0]!;
+  }
+
+  insert(sid: number, row: EventRowInput): void {
+    this.storage.run(INSERT_EVENT, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
+  }
+
+  /**
+   * Inserts a keyed event unless its key is stored in this stream (then answers false, having
+   * written nothing): a fresh key costs this one statement, no lookup first (docs/architecture.md
+   * "Storage"). Only the key's conflict is absorbed: an offset given twice fails as in insert.
+   */
+  insertIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
+    return this.storage.run(INSERT_EVENT_IF_NEW_KEY, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
+  }
+
+  byKey(sid: number, key: string): CommittedEvent | undefined {
+    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
+    return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
+  }
+
+  /**
+   * The stored events of many idempotency keys at once: one statement, each key one probe of the
+   * (idem, sid) index, where `byKey` per key is one statement each. Keys not stored are absent
+   * from the answer.
+   */
+  byKeys(sid: number, keys: readonly string[]): Map<string, CommittedEvent> {
+    const found = new Map<string, CommittedEvent>();
+    if (keys.length === 0) return found;
+    // One parameter for all keys (the Durable Object SQL API binds at most 100 per statement).
+    const rows = this.storage.execRows(`SELECT idem, body FROM events WHERE idem IN (SELECT value FROM json_each(?)) AND sid = ?`, JSON.stringify(keys), sid);
+    for (const row of rows) found.set(row[0] as string, JSON.parse(row[1] as string) as CommittedEvent);
+    return found;
+  }
+
+  /** Raw JSON bodies of a range, in offset order. */
+  range(sid: number, q: RangeQuery): RawEvent[] {
+    const { sql, params } = rangeSelect(sid, q);
+    // Rows as arrays: no object per row from the driver (reads of 500 events spent ~0.5 µs per
+    // event on it; bench/README).
+    const rows = this.storage.execRows(sql, ...params);
+    const out: RawEvent[] = new Array<RawEvent>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = { offset: rows[i]![0] as number, json: rows[i]![1] as string };
+    return out;
+  }
+
+  /**
+   * The same range as `range`, joined by SQLite into one text: the bodies in offset order
+   * separated by commas, with their count and first and last offsets. A read page is this text
+   * inside its brackets; building it in SQL spares one driver string per event and the join of
+   * them (bench/README "Levers: reads and copy drain").
+   *
+   * The order: the inner select orders by offset and limits, so SQLite produces its rows in that
+   * order (a LIMIT keeps a subquery's ORDER BY), and group_concat appends them as they come. An
+   * aggregate `ORDER BY` would say so in SQL too, but it sorts the page again (about as slow as
+   * the rows it replaces); the storage conformance checks hold the order on every adapter.
+   */
+  rangeJoined(sid: number, q: RangeQuery): JoinedRange {
+    const cached = this.readCache?.page(sid, q, (this.chunkSource ??= sqlChunkSource(this.storage)));
+    if (cached !== undefined) return cached;
+    const { sql, params } = rangeSelect(sid, q);
+    const row = this.storage.execRows(`SELECT count(*), min(ofs), max(ofs), group_concat(body, ',') FROM (${sql})`, ...params)[0]!;
+    const count = row[0] as number;
+    if (count === 0) return { count: 0, first: 0, last: 0, json: '' };
+    return { count, first: row[1] as number, last: row[2] as number, json: row[3] as string };
+  }
+
+  /** Deletes every row of stream `sid` (the caller forgets it in the read cache). */
+  deleteAll(sid: number): void {
+    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+  }
+
+  /** Deletes up to `maxRows` rows of stream `sid`; answers how many it deleted. */
+  deleteSome(sid: number, maxRows: number): number {
+    return this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows);
+  }
+
+  /** The UTF-8 bytes of the stored JSON of the events of stream `streamId` in (afterOffset, throughOffset]. */
+  storedBytes(streamId: string, afterOffset: number, throughOffset: number): number {
+    return this.storage.exec<{ bytes: number }>(
+      // length() of a BLOB counts bytes: the stored JSON's UTF-8 bytes, as the engine counts them.
+      `SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) AS bytes FROM events WHERE sid = (SELECT sid FROM streams WHERE stream_id = ?) AND ofs > ? AND ofs <= ?`,
+      streamId,
+      afterOffset,
+      throughOffset,
+    )[0]!.bytes;
+  }
+
+  /** Rows of the streams whose streams row is in `project`. */
+  countInProject(project: string): number {
+    return this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`, project)[0]!.n;
+  }
+
+  /**
+   * Drops ephemeral events older than `beforeMs`, and beyond the newest `keep`, never above
+   * `checkpoint`: the caller passes the head it has just saved with `StreamStore.saveHead` (in the
+   * same transaction), because the head of a stream is derived from its highest event row above
+   * the checkpoint and offsets are never reused. Answers how many it dropped.
+   */
+  pruneEphemeral(sid: number, beforeMs: number, keep: number, checkpoint: number): number {
+    let removed = this.storage.run(`DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND created_ms < ? AND ofs <= ?`, sid, beforeMs, checkpoint);
+    const count = this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid = ? AND ephemeral = 1`, sid)[0]!.n;
+    if (count > keep) {
+      removed += this.storage.run(
+        `DELETE FROM events WHERE sid = ? AND ephemeral = 1 AND ofs <= ? AND ofs IN
+           (SELECT ofs FROM events WHERE sid = ? AND ephemeral = 1 ORDER BY ofs LIMIT ?)`,
+        sid,
+        checkpoint,
+        sid,
+        count - keep,
+      );
+    }
+    if (removed > 0) this.readCache?.forget(sid);
+    return removed;
+  }
+}
