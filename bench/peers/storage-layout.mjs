@@ -156,13 +156,12 @@ function measure(layout, keyShape, seed) {
             db.prepare(`INSERT INTO event_keys (idem, sid, rid) SELECT idem, sid, rowid FROM events WHERE rowid > ? AND idem IS NOT NULL ORDER BY idem, sid`),
           ]
         : [];
-    // batched: the last rowid whose row is in the index tables.
+    // batched: the last rowid whose row is in the index tables, and the last rowid written.
     let moved = 0;
     let lastRowid = 0;
     const move = () => {
       begin.run();
-      if (batched) for (const statement of migrate) statement.run(moved);
-      else for (const statement of migrate) statement.run();
+      for (const statement of migrate) statement.run(...(batched ? [moved] : []));
       commit.run();
       moved = lastRowid;
       recent.clear();
@@ -199,17 +198,18 @@ function measure(layout, keyShape, seed) {
       begin.run();
       for (const [sid, ofs, k, ms, body] of rows) {
         if (k === null) lastRowid = Number(insert.run(sid, ofs, k, ms, body).lastInsertRowid);
-        else if (batched) {
+        else if (deferred || batched) {
           const mapKey = `${sid}\u0000${k}`;
           if (recent.has(mapKey) || lookup.get(sid, k) !== undefined) throw new Error(`key ${k} taken twice`);
-          lastRowid = Number(insert.run(sid, ofs, k, ms, body).lastInsertRowid);
-          recent.set(mapKey, lastRowid);
-        } else if (deferred) {
-          const mapKey = `${sid}\u0000${k}`;
-          if (recent.has(mapKey) || lookup.get(sid, k) !== undefined) throw new Error(`key ${k} taken twice`);
-          insert.run(sid, ofs, null, ms, body);
-          insertRecent.run(sid, k, ofs);
-          recent.set(mapKey, ofs);
+          if (batched) {
+            // The key stays on its row until the move copies it into the key table.
+            lastRowid = Number(insert.run(sid, ofs, k, ms, body).lastInsertRowid);
+            recent.set(mapKey, lastRowid);
+          } else {
+            insert.run(sid, ofs, null, ms, body);
+            insertRecent.run(sid, k, ofs);
+            recent.set(mapKey, ofs);
+          }
         } else if (values.lookup) {
           lookup.get(sid, k);
           insert.run(sid, ofs, k, ms, body);
@@ -231,10 +231,10 @@ function measure(layout, keyShape, seed) {
     if (batched && moved < lastRowid) move();
     const read = db.prepare(batched ? PAGE_READ.batched : PAGE_READ.other).raw(true);
     const readCpu0 = process.cpuUsage();
-    let read_ = 0;
+    let eventsRead = 0;
     for (let p = 0; p < PAGES; p++) {
       const sid = next() % STREAMS;
-      read_ += read.all(sid, next() % Math.max(1, heads[sid] - PAGE_EVENTS), PAGE_EVENTS).length;
+      eventsRead += read.all(sid, next() % Math.max(1, heads[sid] - PAGE_EVENTS), PAGE_EVENTS).length;
     }
     const readCpu = process.cpuUsage(readCpu0);
     db.close();
@@ -242,7 +242,7 @@ function measure(layout, keyShape, seed) {
       framesPerCommit: frames / commits,
       cpuUsPerAppend: cpuUs / EVENTS,
       dbBytesPerEvent: bytes / EVENTS,
-      readUsPerEvent: (readCpu.user + readCpu.system) / Math.max(1, read_),
+      readUsPerEvent: (readCpu.user + readCpu.system) / Math.max(1, eventsRead),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

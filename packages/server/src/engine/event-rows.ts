@@ -1,8 +1,9 @@
 /**
  * The rows of the events table: every statement that writes, finds or deletes events by stream
  * and offset or by idempotency key, over the storage port (the read cache's chunk loads excepted,
- * read-cache.ts). StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands event
- * work here, so the events table's layout and its indexes are known in one place (docs/
+ * read-cache.ts), and the fragments that statements over many streams embed (derivedHeadSql,
+ * firstOwedCreatedSql). StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands
+ * event work here, so the events table's layout and its indexes are known in one place (docs/
  * architecture.md "Storage"). Holds no state besides the read cache's chunk source.
  */
 import type { CommittedEvent } from '@rivulet/contract';
@@ -64,6 +65,15 @@ export interface RowsAfterCheckpoint {
  */
 export function derivedHeadSql(alias: string): string {
   return `max(${alias}.head, coalesce((SELECT max(e.ofs) FROM events e WHERE e.sid = ${alias}.sid), 0))`;
+}
+
+/**
+ * The creation time of a stream's first event after an offset that is not ephemeral, for
+ * statements over many streams (`alias` names a row with the stream's `sid`; `after` is an SQL
+ * expression of the offset): the oldest event a subscription owes.
+ */
+export function firstOwedCreatedSql(alias: string, after: string): string {
+  return `(SELECT e.created_ms FROM events e WHERE e.sid = ${alias}.sid AND e.ofs > ${after} AND e.ephemeral = 0 ORDER BY e.ofs LIMIT 1)`;
 }
 
 /** The select of a range's rows (offset, body) in offset order, shared by both range reads. */

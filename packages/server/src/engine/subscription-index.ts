@@ -10,7 +10,7 @@
  */
 import { subscriptionTarget, type OutboundEntry, type SubscriptionListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { derivedHeadSql } from './event-rows.js';
+import { derivedHeadSql, firstOwedCreatedSql } from './event-rows.js';
 
 /** The index's own table; SUBSCRIPTION_INDEX_DDL adds an index on subscription_runtime. */
 export const SUBSCRIPTION_INDEX_TABLE = `CREATE TABLE IF NOT EXISTS subscription_index (
@@ -146,7 +146,7 @@ export function queryIndex(storage: SqlStorage, q: IndexQuery): IndexedRow[] {
   const rows = storage.exec<Raw>(
     `SELECT p.path, p.key, i.action, i.target, i.configured_at, i.halt, r.cursor, r.attempt, r.last_error, r.halted,
             ${derivedHeadSql('p')} AS head,
-            (SELECT e.created_ms FROM events e WHERE e.sid = p.sid AND e.ofs > r.cursor AND e.ephemeral = 0 ORDER BY e.ofs LIMIT 1) AS owed_ms
+            ${firstOwedCreatedSql('p', 'r.cursor')} AS owed_ms
      FROM (SELECT r.sid AS sid, r.key AS key, s.path AS path, r.halted AS halted, s.head AS head
            FROM subscription_runtime r
            ${q.halted === true ? 'CROSS JOIN' : 'JOIN'} streams s ON s.sid = r.sid
