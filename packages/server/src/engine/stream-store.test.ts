@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventType } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { memoryTestStorage, type TestStorage } from '../../test/helpers/test-storages.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { AppendInput } from '../core/append-input.js';
 import type { SqlStorage } from '../ports/storage.js';
@@ -37,17 +37,7 @@ function sqliteFile(): { file: string; open: () => SqliteStorage } {
   };
 }
 
-const adapters: Array<{ name: string; open: () => Promise<SqlStorage> }> = [
-  {
-    name: 'MemoryStorage',
-    open: async () => {
-      const storage = await MemoryStorage.create();
-      cleanups.push(() => storage.close());
-      return storage;
-    },
-  },
-  { name: 'SqliteStorage', open: async () => sqliteFile().open() },
-];
+const adapters: TestStorage[] = [memoryTestStorage(cleanups), { name: 'SqliteStorage', open: async () => sqliteFile().open() }];
 
 function depsFor(storage: SqlStorage, options: StreamStoreOptions = {}, config: Partial<EngineConfig> = {}, clock?: () => number): ActorDeps {
   let now = Date.parse('2025-01-01T00:00:00.000Z');
