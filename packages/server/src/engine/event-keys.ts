@@ -32,6 +32,21 @@ export const MOVE_AFTER_ROWS = 16384;
 export const LOWER_WATERMARK = `UPDATE meta SET value = CAST((SELECT coalesce(max(rowid), 0) FROM events) AS TEXT)
   WHERE key = '${KEYS_MOVED}' AND CAST(value AS INTEGER) > (SELECT coalesce(max(rowid), 0) FROM events)`;
 
+/**
+ * A move's copy of the keys past the watermark, sorted. Keys claimed by rows of a batch are
+ * there already and are left as they are; a stale entry takes the new offset. NOT INDEXED: SQLite would otherwise walk
+ * the whole (sid, ofs) index for its order and test every row's rowid (a full scan per move, which
+ * made moves cost about 10 ms each on a 400,000-row table); the rows past the watermark are a
+ * range of rowids, read directly and sorted.
+ */
+export const MOVE_KEYS = `INSERT INTO event_keys (sid, idem, ofs)
+  SELECT sid, idem, ofs FROM events NOT INDEXED WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem
+  ON CONFLICT (sid, idem) DO UPDATE SET ofs = excluded.ofs WHERE ofs <> excluded.ofs`;
+
+const CLAIM_WRITTEN = `INSERT INTO event_keys (sid, idem, ofs)
+  SELECT sid, idem, ofs FROM events WHERE sid = ? AND ofs BETWEEN ? AND ? AND idem IS NOT NULL ORDER BY idem
+  ON CONFLICT (sid, idem) DO NOTHING`;
+
 /** The offset of a moved key whose row still carries it. */
 const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem WHERE k.sid = ? AND k.idem = ?`;
 /** Whether the row at (sid, ofs) carries the key: the check of an entry of the map. */
@@ -40,11 +55,13 @@ const TOP_ROWID = `SELECT coalesce(max(rowid), 0) FROM events`;
 
 export class EventKeys {
   /**
-   * The keys written since the last move, `sid \0 key` → offset, and the watermark, as loaded at
+   * The keys written since the last move, per stream `key` → offset (no string is made per
+   * lookup: a copy drain spent much of its time collecting such strings), their count, and the watermark, as loaded at
    * storage epoch `epoch` (loaded again from the rows past the watermark when the epoch changed:
    * a failed group commit undid rows this map saw).
    */
-  private readonly recent = new Map<string, number>();
+  private readonly recent = new Map<number, Map<string, number>>();
+  private recentCount = 0;
   private epoch = -1;
   private watermark = 0;
   private rowsSinceMove = 0;
@@ -54,18 +71,52 @@ export class EventKeys {
 
   /** The offset of the event stored with `key` in stream `sid`, if there is one. */
   offsetOf(sid: number, key: string): number | undefined {
-    this.load();
-    const recent = this.recent.get(`${sid}\0${key}`);
-    if (recent !== undefined && this.storage.execRows(KEY_AT, sid, recent, key).length > 0) return recent;
+    const recent = this.recentOffset(sid, key);
+    if (recent !== undefined) return recent;
     const moved = this.storage.execRows(MOVED_KEY, sid, key)[0];
     return moved === undefined ? undefined : (moved[0] as number);
   }
 
-  /** A row was written (its key, if any, checked by offsetOf just before); queues a move when one is due. */
+  /** The offset of the event stored with `key` in stream `sid` among the keys since the last move (the map), if there is one. */
+  recentOffset(sid: number, key: string): number | undefined {
+    this.load();
+    const recent = this.recent.get(sid)?.get(key);
+    return recent !== undefined && this.storage.execRows(KEY_AT, sid, recent, key).length > 0 ? recent : undefined;
+  }
+
+  /**
+   * Claims the keys of the rows just written at offsets `first` to `last` of stream `sid`, `keyed`
+   * of them, in one statement (sorted, so they share pages): answers whether every one was
+   * claimed. When not (a key stored, given twice, or met by a stale entry), some may be, and the
+   * caller must undo its transaction (a savepoint).
+   */
+  claimWritten(sid: number, first: number, last: number, keyed: number): boolean {
+    return this.storage.run(CLAIM_WRITTEN, sid, first, last) === keyed;
+  }
+
+  /**
+   * Claims `key` for a row of a batch about to be written at `offset`: straight into event_keys
+   * (the keys of one batch share its pages; a move would read them back), not into the map.
+   * Answers false, having written nothing, when the key is stored. A stale entry of event_keys is
+   * taken over. For a batch's checked writes (insertAll); unchecked ones use claimWritten.
+   */
+  claim(sid: number, key: string, offset: number): boolean {
+    this.load();
+    if (this.recentOffset(sid, key) !== undefined) return false;
+    if (this.storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (?, ?, ?) ON CONFLICT (sid, idem) DO NOTHING`, sid, key, offset) === 1) return true;
+    if (this.storage.execRows(MOVED_KEY, sid, key).length > 0) return false;
+    this.storage.run(`UPDATE event_keys SET ofs = ? WHERE sid = ? AND idem = ?`, offset, sid, key);
+    return true;
+  }
+
+  /**
+   * A row was written: its key, unless claimed, goes into the map (offsetOf checked it just
+   * before); queues a move when one is due.
+   */
   written(sid: number, key: string | undefined, offset: number): void {
     this.rowsSinceMove++;
-    if (key !== undefined) this.recent.set(`${sid}\0${key}`, offset);
-    if (this.recent.size >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
+    if (key !== undefined) this.remember(sid, key, offset);
+    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
   }
 
   /**
@@ -79,9 +130,12 @@ export class EventKeys {
     // The keys asked that the map holds, by the offset each entry names: a row counts only when
     // it carries the key its entry is for.
     const recent = new Map<number, string>();
-    for (const key of keys) {
-      const offset = this.recent.get(`${sid}\0${key}`);
-      if (offset !== undefined) recent.set(offset, key);
+    const mine = this.recent.get(sid);
+    if (mine !== undefined) {
+      for (const key of keys) {
+        const offset = mine.get(key);
+        if (offset !== undefined) recent.set(offset, key);
+      }
     }
     // One parameter per list (the Durable Object SQL API binds at most 100 per statement).
     if (recent.size > 0) {
@@ -111,19 +165,18 @@ export class EventKeys {
     this.storage.transaction(() => {
       this.load();
       top = this.storage.execRows(TOP_ROWID)[0]![0] as number;
-      // Every keyed row past the watermark has its entry in the map (loaded at this epoch, then
-      // kept by written), so with none there is nothing to read: only the watermark moves.
-      if (this.recent.size > 0) {
-        this.storage.run(
-          `INSERT OR REPLACE INTO event_keys (sid, idem, ofs) SELECT sid, idem, ofs FROM events WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem`,
-          this.watermark,
-        );
+      // Every keyed row past the watermark has its key in the map (loaded at this epoch, then
+      // kept by written) or claimed in event_keys, so with none in the map there is nothing to
+      // read: only the watermark moves.
+      if (this.recentCount > 0) {
+        this.storage.run(MOVE_KEYS, this.watermark);
       }
       this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
     });
     // Should the group commit fail after all, the epoch changes and load starts over from what is stored.
     this.watermark = top;
     this.recent.clear();
+    this.recentCount = 0;
     this.rowsSinceMove = 0;
   }
 
@@ -141,6 +194,13 @@ export class EventKeys {
     if (top < this.watermark) this.watermark = top;
   }
 
+  private remember(sid: number, key: string, offset: number): void {
+    let mine = this.recent.get(sid);
+    if (mine === undefined) this.recent.set(sid, (mine = new Map()));
+    if (!mine.has(key)) this.recentCount++;
+    mine.set(key, offset);
+  }
+
   /** Loads the watermark and the keys past it, unless they are loaded at the storage's epoch. */
   private load(): void {
     const epoch = this.storage.epoch;
@@ -148,8 +208,9 @@ export class EventKeys {
     const stored = this.storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
     this.watermark = stored === undefined ? 0 : Number(stored[0]);
     this.recent.clear();
+    this.recentCount = 0;
     for (const [sid, key, offset] of this.storage.execRows(`SELECT sid, idem, ofs FROM events WHERE rowid > ? AND idem IS NOT NULL`, this.watermark)) {
-      this.recent.set(`${sid as number}\0${key as string}`, offset as number);
+      this.remember(sid as number, key as string, offset as number);
     }
     this.rowsSinceMove = Math.max(0, (this.storage.execRows(TOP_ROWID)[0]![0] as number) - this.watermark);
     this.epoch = epoch;

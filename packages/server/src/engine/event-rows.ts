@@ -120,33 +120,56 @@ export class EventRows {
     )[0]!;
   }
 
-  /**
-   * Inserts an event row. A keyed row's key must not be stored in the stream: the caller looked it
-   * up; should it be stored all the same, this throws and writes nothing (no unique index holds
-   * keys any more, so this check is the safety net one was).
-   */
+  /** Inserts an event row; a keyed one as one of `insertAll`. */
   insert(sid: number, row: EventRowInput): void {
-    if (row.idempotencyKey !== undefined && this.keys.offsetOf(sid, row.idempotencyKey) !== undefined) {
-      throw new Error(`storage: idempotency key ${JSON.stringify(row.idempotencyKey)} is stored in stream ${sid} already`);
-    }
-    this.write(sid, row);
+    this.insertAll(sid, [row]);
   }
 
   /**
-   * Inserts a keyed event unless its key is stored in this stream (then answers false, having
-   * written nothing): a fresh key costs a look in memory, one probe of the moved keys and the
-   * insert, and writes no index entry (docs/architecture.md "Storage"). An offset given twice fails
-   * as in insert.
+   * Inserts the rows of one decision. Their keys must not be stored in the stream: the caller
+   * looked them up; should one be stored all the same, this throws before writing that row (no
+   * unique index holds keys any more, so this check is the safety net one was).
    */
-  insertIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
-    if (this.keys.offsetOf(sid, row.idempotencyKey) !== undefined) return false;
-    this.write(sid, row);
-    return true;
+  insertAll(sid: number, rows: readonly EventRowInput[]): void {
+    const refused = this.writeUnlessStored(sid, rows);
+    if (refused !== undefined) throw new Error(`storage: idempotency key ${JSON.stringify(refused.idempotencyKey)} is stored in stream ${sid} already`);
   }
 
-  private write(sid: number, row: EventRowInput): void {
+  /**
+   * Inserts the rows of one decision unless a key of theirs is stored in this stream (docs/
+   * architecture.md "Storage"). A lone row costs a look in memory, one probe of event_keys and no
+   * index entry; then false means nothing was written. Several rows (their offsets consecutive)
+   * are written, then claim their keys in event_keys in one statement, where a batch's keys share
+   * pages; then false (a key stored, given twice, or met by a stale entry) means rows may be
+   * written, and the caller must undo them (a savepoint) and decide again with the keys looked
+   * up, whose writes (insertAll) claim them one by one. An offset given twice fails as in insertAll.
+   */
+  insertIfNewKeys(sid: number, rows: readonly EventRowInput[]): boolean {
+    if (rows.length === 1) return this.writeUnlessStored(sid, rows) === undefined;
+    let keyed = 0;
+    for (const row of rows) {
+      if (row.idempotencyKey === undefined) continue;
+      if (this.keys.recentOffset(sid, row.idempotencyKey) !== undefined) return false;
+      keyed++;
+    }
+    for (const row of rows) this.write(sid, row, true);
+    return keyed === 0 || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
+  }
+
+  /** Writes the rows in order up to the first whose key is stored, and answers that row (undefined when all were written). */
+  private writeUnlessStored(sid: number, rows: readonly EventRowInput[]): EventRowInput | undefined {
+    const batch = rows.length > 1;
+    for (const row of rows) {
+      const key = row.idempotencyKey;
+      if (key !== undefined && !(batch ? this.keys.claim(sid, key, row.offset) : this.keys.offsetOf(sid, key) === undefined)) return row;
+      this.write(sid, row, batch);
+    }
+    return undefined;
+  }
+
+  private write(sid: number, row: EventRowInput, claimed: boolean): void {
     this.storage.run(INSERT_EVENT, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
-    this.keys.written(sid, row.idempotencyKey, row.offset);
+    this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
 
   byKey(sid: number, key: string): CommittedEvent | undefined {

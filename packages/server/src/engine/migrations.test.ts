@@ -122,9 +122,9 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(rows.byKey(1, 'k1')).toEqual({ offset: 1 });
     expect(rows.byKeys(2, ['k1', 'k2'])).toEqual(new Map([['k1', { offset: 1, b: true }]]));
     const row = { type: 'x', ephemeral: false, idempotencyKey: 'k1', createdMs: 0, json: '{}' };
-    expect(rows.insertIfNewKey(1, { ...row, offset: 3 })).toBe(false);
-    expect(rows.insertIfNewKey(3, { ...row, offset: 1 })).toBe(true);
-    expect(rows.insertIfNewKey(3, { ...row, offset: 2 })).toBe(false);
+    expect(rows.insertIfNewKeys(1, [{ ...row, offset: 3 }])).toBe(false);
+    expect(rows.insertIfNewKeys(3, [{ ...row, offset: 1 }])).toBe(true);
+    expect(rows.insertIfNewKeys(3, [{ ...row, offset: 2 }])).toBe(false);
   });
 
   it('a beforeUpgrade that throws stops the upgrade with nothing changed', () => {
