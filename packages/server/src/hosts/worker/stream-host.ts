@@ -122,7 +122,6 @@ export class StreamHost {
         projectId: () => this.identity?.projectId ?? null,
         actor: () => this.actorIfBound(),
         connections: () => this.engine.service.connections.size,
-        storage: this.storage,
       },
       metrics,
     );

@@ -5,10 +5,8 @@
  */
 import type { StreamActor } from '../../engine/actor.js';
 import { engineLog } from '../../engine/compose.js';
-import { EventRows } from '../../engine/event-rows.js';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { ErrorLogger } from '../../http/errors.js';
-import type { SqlStorage } from '../../ports/storage.js';
 import { systemTimer } from '../../ports/timer.js';
 import { projectObjectName, type WorkerEnv } from './env.js';
 import { COUNTED_TYPES, MetricsReporter, scanFacts } from './metrics-reporter.js';
@@ -24,14 +22,11 @@ export interface ReportedObject {
   actor(): StreamActor | undefined;
   /** Open live connections and waits of the object. */
   connections(): number;
-  /** The object's SQL storage (its one stream's rows). */
-  storage: SqlStorage;
 }
 
 export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetrics): MetricsReporter {
   const index = () => host.env.STREAM_INDEX.getByName(projectObjectName(host.projectId()));
   const log = engineLog(host.logger);
-  const rows = new EventRows(host.storage, undefined);
   return new MetricsReporter({
     timer: systemTimer,
     metrics,
@@ -50,7 +45,8 @@ export function streamMetricsReporter(host: ReportedObject, metrics: ServerMetri
         actor.readRaw({ afterOffset: after, limit, includeEphemeral: false, eventTypes: COUNTED_TYPES }).events;
       return scanFacts(read, afterOffset, (key) => actionOf(actor, key));
     },
-    scanBytes: (streamId, afterOffset, throughOffset) => rows.storedBytes(streamId, afterOffset, throughOffset),
+    // Asked only for the subject's stream, so the actor is bound: its store's event rows.
+    scanBytes: (streamId, afterOffset, throughOffset) => host.actor()?.store.events.storedBytes(streamId, afterOffset, throughOffset) ?? 0,
     mark: (streamId) => unwrap('the stream index', () => index().metricsMark(host.projectId(), streamId)),
     send: (report) => unwrap('the stream index', () => index().reportMetrics(host.projectId(), report)),
     log,
