@@ -9,6 +9,10 @@
  *
  *   node bench/peers/copy-drain-ab.mjs ROUNDS NAME=CLI NAME=CLI ...   (COUNT=200000 by default)
  *
+ * GC=1 runs the servers with `--trace-gc-nvp` and adds, per round, what V8's young-generation
+ * collections promoted to the old generation during the drain and the GC pauses in all (the
+ * drain's CPU per copy depends on them; bench/README "Copy batches of 500").
+ *
  * Each CLI from `node bench/peers/build-commit.mjs COMMIT`, or packages/cli/bin/rivulet.js.
  */
 import { readFileSync } from 'node:fs';
@@ -26,18 +30,34 @@ if (!Number(roundsArg) || builds.length === 0 || builds.some((b) => b.length !==
 const count = Number(process.env.COUNT ?? 200_000);
 const fresh = tempFolders('rivulet-copy-drain-ab-');
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
+const traceGc = process.env.GC === '1';
+
+/** From `--trace-gc-nvp` lines: the bytes promoted and the pause milliseconds, summed. */
+function gcTotals(lines) {
+  let promoted = 0;
+  let pauseMs = 0;
+  for (const line of lines) {
+    promoted += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0);
+    pauseMs += Number(/ pause=([\d.]+)/.exec(line)?.[1] ?? 0);
+  }
+  return { promotedMb: promoted / 1e6, pauseMs };
+}
 
 async function drain(name, cli) {
-  const server = await startServer([cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
+  const server = await startServer([...(traceGc ? ['--trace-gc-nvp'] : []), cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
+  let gcLines = [];
+  server.child.stdout.on('data', (chunk) => gcLines.push(...chunk.split('\n').filter((l) => l.includes(' gc='))));
   try {
     await preloadBacklog(server.url, count);
+    gcLines = [];
     const cpu0 = procCpuMs(server.child.pid);
     const seconds = await drainBacklog(server.url, name);
     const cpuUs = ((procCpuMs(server.child.pid) - cpu0) * 1000) / count;
+    const gc = traceGc ? gcTotals(gcLines) : undefined;
     const { streamMaxOffset } = await call(server.url, 'GET', '/v1/streams/bench/dst?limit=1');
     // The receiving stream: its created event, the subscription's configure event and every copy.
     if (streamMaxOffset < count + 2) throw new Error(`${name}: the receiving stream's head is ${streamMaxOffset}, expected ${count + 2}`);
-    return { cpuUs, perSec: count / seconds };
+    return { cpuUs, perSec: count / seconds, gc };
   } finally {
     await stopServer(server);
   }
@@ -49,7 +69,8 @@ for (let round = 0; round < Number(roundsArg); round++) {
   for (const [name, cli] of round % 2 ? [...builds].reverse() : builds) {
     const r = await drain(name, cli);
     results[name].push(r);
-    console.log(`${round + 1} ${name.padEnd(14)} ${r.cpuUs.toFixed(1)} µs CPU/copy ${Math.round(r.perSec)} copies/s`);
+    const gc = r.gc ? `; GC promoted ${r.gc.promotedMb.toFixed(1)} MB, paused ${Math.round(r.gc.pauseMs)} ms` : '';
+    console.log(`${round + 1} ${name.padEnd(14)} ${r.cpuUs.toFixed(1)} µs CPU/copy ${Math.round(r.perSec)} copies/s${gc}`);
   }
 }
 const [base] = builds[0];

@@ -121,6 +121,19 @@ describe('with small retry knobs', () => {
     if (TEST_HOST === 'node') expect(sampleOf(await scrape(api), 'rivulet_deliveries_total', { action: 'itx-call', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
   });
 
+  it('a backlog reaches the worker in batches of at most 1000 events: the 1000th closes a batch, the 1001st opens the next (protocol §12.3)', async () => {
+    const worker = await spawnWorker(server.url, { name: 'batch-worker' });
+    const src = '/s32/backlog';
+    const jobs = await api.append(
+      src,
+      Array.from({ length: 1001 }, (_, n) => ({ type: 'job', payload: { n } })),
+    );
+    const [cfg] = await api.append(src, itxCall('big', 'batch-worker', { start: 'beginning' }));
+    // Caught up past the configure event, which the filter leaves out.
+    expect((await caughtUp(api, src, 'big', 15_000)).acknowledgedOffset).toBe(cfg!.offset);
+    expect(offsetsOf(worker.calls)).toEqual([offsets(jobs.slice(0, 1000)), [jobs[1000]!.offset]]);
+  });
+
   it('with skip: one multi-event attempt, then exactly three single-event attempts of the poison event, an error-occurred naming its offset, and later events flow', async () => {
     const worker = await spawnWorker(server.url, { name: 's33-worker' });
     const src = '/s33/jobs';

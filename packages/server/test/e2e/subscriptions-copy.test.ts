@@ -5,8 +5,8 @@
  * streams and what is never delivered in subscriptions-copy-receivers.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommittedEvent } from '@rivulet/contract';
-import { expectError, type Api } from '../helpers/http.js';
+import type { CommittedEvent, DeliveryAttempt } from '@rivulet/contract';
+import { expectError, queryString, streamRoute, type Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
   EventType,
@@ -291,6 +291,30 @@ describe('a copy honours its filter and records an exact hop', () => {
     expect((await inboundOf(papi, recv, src, 'p'))!.numEventsReceived).toBe(items.length);
     // And no halt was ever recorded on the source.
     expect((await allEvents(papi, src)).filter((e) => e.type === EventType.subscriptionDeliveryHalted)).toEqual([]);
+  });
+
+  it('a backlog is copied in batches of at most 500 events: the 500th closes a batch, the 501st opens the next (protocol §12.3)', async () => {
+    const src = '/s20/batch-src';
+    const recv = '/s20/batch-recv';
+    const jobs = await api.append(
+      src,
+      Array.from({ length: 1001 }, (_, i) => ({ type: 'job', payload: { i } })),
+    );
+    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'b', filter: { eventTypes: ['job'] }, delivery: { start: 'beginning' } });
+    await caughtUp(api, src, 'b', 15_000);
+
+    const res = await api.request<{ attempts: DeliveryAttempt[] }>('GET', `${streamRoute(src, 'deliveryAttempts')}${queryString({ subscriptionKey: 'b' })}`);
+    expect(res.status, res.text).toBe(200);
+    // Newest first; every attempt succeeded.
+    const batches = res.body.attempts.reverse();
+    expect(batches.map((a) => a.outcome)).toEqual(['ok', 'ok', 'ok']);
+    expect(batches.map((a) => [a.fromOffset, a.toOffset])).toEqual([
+      [jobs[0]!.offset, jobs[499]!.offset],
+      [jobs[500]!.offset, jobs[999]!.offset],
+      [jobs[1000]!.offset, jobs[1000]!.offset],
+    ]);
+    const copies = await copiesOn(api, recv);
+    expect(copies.map((c) => lastHop(c).offset)).toEqual(jobs.map((e) => e.offset));
   });
 });
 

@@ -35,9 +35,23 @@ export interface Prepared {
   call: PreparedCall | undefined;
 }
 
-/** The most events one delivery carries (a copy batch; a webhook carries one). */
+/** The most events one delivery carries: an itx-call batch (a webhook carries one, a copy batch COPY_BATCH_EVENTS). */
 export const MAX_BATCH_EVENTS = 1000;
+/**
+ * The most events one copy batch carries (protocol §12.3). A batch's events and copies stay alive
+ * from its read until its sync, while the next batch is read: with 1000 they lived about as long
+ * as the young generation lasts between two collections of a backlog drain, and V8 then at times
+ * kept whole batches into the old generation (25 times the promoted bytes, 1.1–1.5x the CPU per
+ * copy; bench/README "Copy batches of 500"). 500 keeps them well inside it.
+ */
+export const COPY_BATCH_EVENTS = 500;
 const MAX_BATCH_BYTES = 1_048_576;
+
+/** The most events a delivery of this subscription carries when it is not isolating a failure. */
+function batchEvents(entry: OutboundEntry): number {
+  const action = entry.configuration.receiver.action;
+  return action === 'webhook-post' ? 1 : action === 'copy-to-stream' ? COPY_BATCH_EVENTS : MAX_BATCH_EVENTS;
+}
 
 const preparing = (receiver: Receiver | undefined): receiver is PreparingReceiver =>
   receiver !== undefined && typeof (receiver as Partial<PreparingReceiver>).prepare === 'function';
@@ -103,10 +117,9 @@ export class DeliveryPreparer {
    */
   async prepare(key: string, entry: OutboundEntry, row: SubscriptionRow, flight: Flight): Promise<Prepared | undefined> {
     const { actor, failures } = this.loop;
-    const single = row.isolate || entry.configuration.receiver.action === 'webhook-post';
     const collected: Owed = readsAhead(entry, row)
       ? await this.readAhead.next(key, flight.run, entry, row.cursor)
-      : await collectBatch(actor, entry, row.cursor, { maxEvents: single ? 1 : MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head: this.loop.headFor(entry) });
+      : await collectBatch(actor, entry, row.cursor, { maxEvents: row.isolate ? 1 : batchEvents(entry), maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head: this.loop.headFor(entry) });
     const current = this.loop.current(key, flight);
     if (!current) return undefined;
     if (collected.kind === 'none') {
@@ -162,7 +175,7 @@ export class DeliveryPreparer {
       const owed: Owed =
         entry.configuration.receiver.action === 'webhook-post'
           ? await this.readAhead.next(key, flight.run, entry, cursor)
-          : await collectBatch(actor, entry, cursor, { maxEvents: MAX_BATCH_EVENTS, maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head });
+          : await collectBatch(actor, entry, cursor, { maxEvents: batchEvents(entry), maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head });
       if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const delivered: DeliveredEvent[] = [];
       if (transformOf(entry) === undefined) for (const event of owed.events) delivered.push(deliveredAsStored(event));

@@ -10,7 +10,7 @@
  * moves the cursor through its own events, and the last one through everything written or passed.
  */
 import { succeeded, type SubscriptionRow } from '../../core/repair.js';
-import { MAX_BATCH_EVENTS } from './prepare.js';
+import { COPY_BATCH_EVENTS } from './prepare.js';
 import type { SendLoop } from './send-loop.js';
 
 /**
@@ -21,7 +21,7 @@ import type { SendLoop } from './send-loop.js';
  * source's commit"). Fewer are live events: the check after the batch copies them at once, so
  * their copies join their own source's group commit instead of waiting one sync more.
  */
-export const BACKLOG_OFFSETS = MAX_BATCH_EVENTS;
+export const BACKLOG_OFFSETS = COPY_BATCH_EVENTS;
 
 interface Through {
   run: string;
