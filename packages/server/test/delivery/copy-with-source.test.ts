@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStorage } from '../../src/adapters/sqlite/sqlite-storage.js';
 import type { WalSyncFunctions } from '../../src/adapters/sqlite/wal-file.js';
 import type { CopyBatch } from '../../src/core/copy-builder.js';
+import { COPY_BATCH_EVENTS } from '../../src/engine/delivery/prepare.js';
 import { createHarness, waitFor, type Harness } from './harness.js';
 import { copySub, x } from './payloads.js';
 
@@ -113,20 +114,22 @@ describe('copies in the source commit', () => {
     await h.caughtUp('/a', 'k');
     const receiverHead = h.actor('/r').head;
     syncs.hold = true;
-    // 2,500 events written in one turn: a first batch of 1,000 leaves 1,500 owed (a backlog).
-    const appends = Array.from({ length: 5 }, (_, i) => h.append('/a', ...Array.from({ length: 500 }, (_, j) => x(1 + i * 500 + j))));
+    // Two and a half batches written in one turn: the first batch leaves a batch and a half owed (a backlog).
+    const batch = COPY_BATCH_EVENTS;
+    const half = batch / 2;
+    const appends = Array.from({ length: 5 }, (_, i) => h.append('/a', ...Array.from({ length: half }, (_, j) => x(1 + i * half + j))));
     try {
       for (let turn = 0; turn < 5; turn++) await nextTurn();
-      expect(h.actor('/r').head).toBe(receiverHead + 1000);
-      // Its sync ends: the second batch is written, which leaves 500 owed, copied at once after it.
+      expect(h.actor('/r').head).toBe(receiverHead + batch);
+      // Its sync ends: the second batch is written, which leaves half a batch owed, copied at once after it.
       syncs.release();
-      await waitFor(() => h.actor('/r').head === receiverHead + 2500 || undefined, 'the last two batches written');
+      await waitFor(() => h.actor('/r').head === receiverHead + 5 * half || undefined, 'the last two batches written');
     } finally {
       syncs.stop();
     }
     const offsets = (await Promise.all(appends)).flat().map((e) => e.offset);
     await h.caughtUp('/a', 'k');
-    expect(copiedOffsets(h.events('/r')).slice(-2500)).toEqual(offsets);
+    expect(copiedOffsets(h.events('/r')).slice(-5 * half)).toEqual(offsets);
   });
 
   it('a chain of copies is written in one group commit: the last stream shows it once the first append is answered', async () => {
