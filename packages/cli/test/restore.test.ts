@@ -49,7 +49,7 @@ describe('rivulet restore', () => {
     const file = await realBackup(3);
     const data = tempDir();
     expect((await run(['restore', '--from', file, '--data', data])).stdout).toMatch(
-      new RegExp(`^restored ${file} into ${data} \\(0\\.\\d MB, storage format 5\\); start it with: rivulet serve --data ${data}$`),
+      new RegExp(`^restored ${file} into ${data} \\(0\\.\\d MB, storage format 6\\); start it with: rivulet serve --data ${data}$`),
     );
     const again = await run(['restore', '--from', file, '--data', data]);
     expect([again.code, again.stderr]).toEqual([1, `rivulet restore: CONFLICT ${data} already holds a database (rivulet.db); pass --force to replace it`]);
@@ -77,7 +77,7 @@ describe('rivulet restore', () => {
     const noMeta = sqliteFile(dir, 'CREATE TABLE t (x)');
     const newer = join(dir, 'newer.db');
     const db = new Database(newer);
-    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '6')`);
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '7')`);
     db.close();
     // A real backup with a page of its events table overwritten: the header is intact.
     const damaged = await realBackup(400);
@@ -88,7 +88,7 @@ describe('rivulet restore', () => {
       [join(dir, 'missing.db'), `NOT_FOUND no backup file ${join(dir, 'missing.db')}`],
       [text, `INVALID_INPUT ${text} is not a Rivulet backup: it is not a SQLite database`],
       [noMeta, `INVALID_INPUT ${noMeta} is not a Rivulet backup: it records no storage format`],
-      [newer, `INVALID_INPUT ${newer} holds storage format 6; this server reads format 5 and upgrades only formats 2 and later`],
+      [newer, `INVALID_INPUT ${newer} holds storage format 7; this server reads format 6 and upgrades only formats 2 and later`],
     ];
     for (const [file, message] of cases) {
       const result = await run(['restore', '--from', file, '--data', data]);

@@ -4,8 +4,9 @@
  * first and logs it, then upgrades; every event that server acknowledged reads back, every
  * stream's state equals the fold of its log, and the copy subscription resumes from its cursor
  * without copying anything twice. A second start upgrades nothing. The same for a folder of
- * format 4 (test/fixtures/format-4, scripts/make-fixture-format4.mjs), whose step rebuilds the
- * idempotency index: every key it held still answers its stored event.
+ * format 4 (test/fixtures/format-4, scripts/make-fixture-format4.mjs), whose steps rebuild the
+ * idempotency index (to format 5) and then move its keys into a table of their own (to format 6):
+ * every key it held still answers its stored event.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,7 +72,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 5; the database as it was is kept in ${copy}`]);
+    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 6; the database as it was is kept in ${copy}`]);
     // The copy is the old database, still format 2, with the same rows as the fixture.
     const rows = (file: string) => {
       const db = new Database(file, { readonly: true });
@@ -134,7 +135,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(fresh.map((e) => e.offset)).toEqual([last + 1, last + 2]);
   });
 
-  it('a second start finds format 5 and upgrades nothing', async () => {
+  it('a second start finds format 6 and upgrades nothing', async () => {
     const data = fixtureFolder();
     const first: string[] = [];
     const server = await start(data, first);
@@ -147,16 +148,16 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2'))).toBe(false);
   });
 
-  it('compact upgrades as serve does: the copy first, then format 5', () => {
+  it('compact upgrades as serve does: the copy first, then format 6', () => {
     const data = fixtureFolder();
     const lines: string[] = [];
     compactDataFolder(data, { progress: (line) => lines.push(line) });
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 5; the database as it was is kept in ${copy}`);
+    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 6; the database as it was is kept in ${copy}`);
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '5' });
-      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 5 }]);
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '6' });
+      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 6 }]);
     } finally {
       db.close();
     }
@@ -175,7 +176,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(error).toBeInstanceOf(RivuletError);
     expect((error as RivuletError).code).toBe('UNAVAILABLE');
     expect((error as RivuletError).message).toMatch(
-      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 5: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
+      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 6: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
     );
     expect(warnings).toEqual([]);
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2.partial'))).toBe(false);
@@ -213,7 +214,7 @@ describe('upgrading a format-4 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     expect(warnings).toEqual([
-      `rivulet: upgrading the data folder ${data} from storage format 4 to 5; the database as it was is kept in ${join(data, 'rivulet.db.before-upgrade-v4')}`,
+      `rivulet: upgrading the data folder ${data} from storage format 4 to 6; the database as it was is kept in ${join(data, 'rivulet.db.before-upgrade-v4')}`,
     ]);
 
     for (const [key, offsets] of Object.entries(manifest4.appended)) {
@@ -274,13 +275,16 @@ describe('upgrading a format-4 data folder (protocol §16.4)', () => {
     await server.close();
 
     // The stored durable rows are the old ones plus what this test appended (ephemeral ones may have
-    // been pruned: their retention is over); the index is the new one.
+    // been pruned: their retention is over).
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '5' });
-      expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'events_by_idem'`).get()).toEqual({
-        sql: 'CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL',
-      });
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '6' });
+      // Format 6: no index on the key; every key the old server stored was moved into event_keys.
+      expect(db.prepare(`SELECT name FROM sqlite_master WHERE name = 'events_by_idem'`).get()).toBeUndefined();
+      const moved = db.prepare('SELECT sid, idem, ofs FROM event_keys').all();
+      const keyed = (before as Array<{ sid: number; ofs: number; idem: string | null }>).filter((r) => r.idem !== null);
+      expect(keyed.length).toBeGreaterThan(0);
+      expect(moved).toEqual(expect.arrayContaining(keyed.map(({ sid, idem, ofs }) => ({ sid, idem, ofs }))));
       const after = db.prepare('SELECT sid, ofs, type, idem, created_ms, body FROM events WHERE ephemeral = 0 ORDER BY sid, ofs').all();
       expect(after).toEqual(expect.arrayContaining(before));
     } finally {

@@ -84,22 +84,20 @@ export function writeDecision(
           const created = decision.fresh[0]!.event;
           sid = store.create(projectId, path, (created.payload as { streamId: string }).streamId, created.createdAt);
         }
-        for (const { event, json } of decision.fresh) {
-          const row = {
-            offset: event.offset,
-            type: event.type,
-            ephemeral: event.ephemeral === true,
-            idempotencyKey: event.idempotencyKey,
-            createdMs: nowMs,
-            json,
-          };
-          if (!keysUnchecked || row.idempotencyKey === undefined) store.events.insert(sid, row);
-          else if (!store.events.insertIfNewKey(sid, row as typeof row & { idempotencyKey: string })) {
-            // A single write that did nothing has nothing to undo (and a singleWrite transaction
-            // must not fail after its write, TransactionOptions); anything else is undone.
-            if (singleWrite) return false;
-            throw new KeyStored();
-          }
+        const rows = decision.fresh.map(({ event, json }) => ({
+          offset: event.offset,
+          type: event.type,
+          ephemeral: event.ephemeral === true,
+          idempotencyKey: event.idempotencyKey,
+          createdMs: nowMs,
+          json,
+        }));
+        if (!keysUnchecked) store.events.insertAll(sid, rows);
+        else if (!store.events.insertIfNewKeys(sid, rows)) {
+          // A single write that did nothing has nothing to undo (and a singleWrite transaction
+          // must not fail after its write, TransactionOptions); anything else is undone.
+          if (singleWrite) return false;
+          throw new KeyStored();
         }
         if (saveHead) store.saveHead(sid, decision.head, decision.state, decision.stateJson);
         if (prune) store.events.pruneEphemeral(sid, nowMs - config.ephemeralRetentionMs, config.ephemeralRetentionCount, decision.head);

@@ -8,6 +8,7 @@
  */
 import type { CommittedEvent } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 
 export interface RangeQuery {
@@ -96,17 +97,18 @@ function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string
   return { sql, params };
 }
 
-/** One event row (insert), and the same unless its key is stored (insertIfNewKey). */
 const INSERT_EVENT = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_EVENT_IF_NEW_KEY = `${INSERT_EVENT} ON CONFLICT (idem, sid) WHERE idem IS NOT NULL DO NOTHING`;
 
 export class EventRows {
   private chunkSource: ChunkSource | undefined;
-
+  /** The idempotency keys of these rows (event-keys.ts). */
+  readonly keys: EventKeys;
   constructor(
     private readonly storage: SqlStorage,
     private readonly readCache: ReadCache | undefined,
-  ) {}
+  ) {
+    this.keys = new EventKeys(storage);
+  }
 
   /** What the rows of stream `sid` above offset `checkpoint` add to its checkpoint (StreamStore.find). */
   afterCheckpoint(sid: number, checkpoint: number): RowsAfterCheckpoint {
@@ -118,35 +120,73 @@ export class EventRows {
     )[0]!;
   }
 
+  /** Inserts an event row; a keyed one as one of `insertAll`. */
   insert(sid: number, row: EventRowInput): void {
-    this.storage.run(INSERT_EVENT, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
+    this.insertAll(sid, [row]);
   }
 
   /**
-   * Inserts a keyed event unless its key is stored in this stream (then answers false, having
-   * written nothing): a fresh key costs this one statement, no lookup first (docs/architecture.md
-   * "Storage"). Only the key's conflict is absorbed: an offset given twice fails as in insert.
+   * Inserts the rows of one decision. Their keys must not be stored in the stream: the caller
+   * looked them up; should one be stored all the same, this throws before writing that row (no
+   * unique index holds keys any more, so this check is the safety net one was).
    */
-  insertIfNewKey(sid: number, row: EventRowInput & { idempotencyKey: string }): boolean {
-    return this.storage.run(INSERT_EVENT_IF_NEW_KEY, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey, row.createdMs, row.json) === 1;
+  insertAll(sid: number, rows: readonly EventRowInput[]): void {
+    const refused = this.writeUnlessStored(sid, rows);
+    if (refused !== undefined) throw new Error(`storage: idempotency key ${JSON.stringify(refused.idempotencyKey)} is stored in stream ${sid} already`);
+  }
+
+  /**
+   * Inserts the rows of one decision unless a key of theirs is stored in this stream (docs/
+   * architecture.md "Storage"). A lone row costs a look in memory, one probe of event_keys and no
+   * index entry; then false means nothing was written. Several rows (their offsets consecutive)
+   * are written, then claim their keys in event_keys in one statement, where a batch's keys share
+   * pages; then false (a key stored, given twice, or met by a stale entry) means rows may be
+   * written, and the caller must undo them (a savepoint) and decide again with the keys looked
+   * up, whose writes (insertAll) claim them one by one. An offset given twice fails as in insertAll.
+   */
+  insertIfNewKeys(sid: number, rows: readonly EventRowInput[]): boolean {
+    if (rows.length === 1) return this.writeUnlessStored(sid, rows) === undefined;
+    let keyed = 0;
+    for (const row of rows) {
+      if (row.idempotencyKey === undefined) continue;
+      if (this.keys.recentOffset(sid, row.idempotencyKey) !== undefined) return false;
+      keyed++;
+    }
+    for (const row of rows) this.write(sid, row, true);
+    return keyed === 0 || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
+  }
+
+  /** Writes the rows in order up to the first whose key is stored, and answers that row (undefined when all were written). */
+  private writeUnlessStored(sid: number, rows: readonly EventRowInput[]): EventRowInput | undefined {
+    const batch = rows.length > 1;
+    for (const row of rows) {
+      const key = row.idempotencyKey;
+      if (key !== undefined && !(batch ? this.keys.claim(sid, key, row.offset) : this.keys.offsetOf(sid, key) === undefined)) return row;
+      this.write(sid, row, batch);
+    }
+    return undefined;
+  }
+
+  private write(sid: number, row: EventRowInput, claimed: boolean): void {
+    this.storage.run(INSERT_EVENT, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
+    this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
 
   byKey(sid: number, key: string): CommittedEvent | undefined {
-    const row = this.storage.exec<{ body: string }>(`SELECT body FROM events WHERE sid = ? AND idem = ?`, sid, key)[0];
-    return row ? (JSON.parse(row.body) as CommittedEvent) : undefined;
+    const offset = this.keys.offsetOf(sid, key);
+    if (offset === undefined) return undefined;
+    const row = this.storage.execRows(`SELECT body FROM events WHERE sid = ? AND ofs = ?`, sid, offset)[0]!;
+    return JSON.parse(row[0] as string) as CommittedEvent;
   }
 
   /**
-   * The stored events of many idempotency keys at once: one statement, each key one probe of the
-   * (idem, sid) index, where `byKey` per key is one statement each. Keys not stored are absent
-   * from the answer.
+   * The stored events of many idempotency keys at once (EventKeys.bodiesOf: a statement or two
+   * for them all, where `byKey` per key is one or two each). Keys not stored are absent from the
+   * answer.
    */
   byKeys(sid: number, keys: readonly string[]): Map<string, CommittedEvent> {
     const found = new Map<string, CommittedEvent>();
-    if (keys.length === 0) return found;
-    // One parameter for all keys (the Durable Object SQL API binds at most 100 per statement).
-    const rows = this.storage.execRows(`SELECT idem, body FROM events WHERE idem IN (SELECT value FROM json_each(?)) AND sid = ?`, JSON.stringify(keys), sid);
-    for (const row of rows) found.set(row[0] as string, JSON.parse(row[1] as string) as CommittedEvent);
+    for (const [key, body] of this.keys.bodiesOf(sid, keys)) found.set(key, JSON.parse(body) as CommittedEvent);
     return found;
   }
 
@@ -182,14 +222,21 @@ export class EventRows {
     return { count, first: row[1] as number, last: row[2] as number, json: row[3] as string };
   }
 
-  /** Deletes every row of stream `sid` (the caller forgets it in the read cache). */
+  /** Deletes every row of stream `sid`, and its moved keys (the caller forgets it in the read cache). */
   deleteAll(sid: number): void {
     this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.keys.deleteStream(sid);
+    this.keys.rowsDeleted();
   }
 
-  /** Deletes up to `maxRows` rows of stream `sid`; answers how many it deleted. */
+  /** Deletes up to `maxRows` rows of stream `sid`, its moved keys first; answers how many it deleted. */
   deleteSome(sid: number, maxRows: number): number {
-    return this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows);
+    let removed = this.keys.deleteStream(sid, maxRows);
+    if (removed < maxRows) {
+      removed += this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
+      this.keys.rowsDeleted();
+    }
+    return removed;
   }
 
   /** The UTF-8 bytes of the stored JSON of the events of stream `streamId` in (afterOffset, throughOffset]. */
@@ -227,7 +274,10 @@ export class EventRows {
         count - keep,
       );
     }
-    if (removed > 0) this.readCache?.forget(sid);
+    if (removed > 0) {
+      this.readCache?.forget(sid);
+      this.keys.rowsDeleted();
+    }
     return removed;
   }
 }

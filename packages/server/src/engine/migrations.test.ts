@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations, type Migration } from './migrations.js';
 import { FORMAT_VERSION, openSchema, storedFormat } from './schema.js';
+import { EventRows } from './event-rows.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -50,13 +51,13 @@ const tables = (storage: SqliteStorage) => storage.exec<{ name: string }>(`SELEC
 
 describe('storage format check and upgrades (protocol §16.4)', () => {
   it('a new database records the current format, and opens again without an upgrade', () => {
-    expect(FORMAT_VERSION).toBe(5);
+    expect(FORMAT_VERSION).toBe(6);
     const storage = open();
     expect(storedFormat(storage)).toBeNull();
     const upgrades: number[] = [];
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
-    expect(storedFormat(storage)).toBe(5);
+    expect(storedFormat(storage)).toBe(6);
     expect(upgrades).toEqual([]);
   });
 
@@ -64,7 +65,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(MIGRATIONS.map((m) => m.from)).toEqual(Array.from({ length: FORMAT_VERSION - OLDEST_UPGRADABLE_FORMAT }, (_, i) => OLDEST_UPGRADABLE_FORMAT + i));
   });
 
-  it('format 2 is upgraded: beforeUpgrade hears (2, 5) before anything changes, then rows and meta say 5', () => {
+  it('format 2 is upgraded: beforeUpgrade hears (2, 6) before anything changes, then rows and meta say 6', () => {
     const storage = recording('2');
     storage.transaction(() => {
       storage.run(`CREATE TABLE streams (sid INTEGER PRIMARY KEY, project TEXT NOT NULL, path TEXT NOT NULL, stream_id TEXT NOT NULL,
@@ -74,43 +75,56 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: Array<[number, number, number | null]> = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to, storedFormat(storage)]) });
-    expect(seen).toEqual([[2, 5, 2]]);
-    expect(storedFormat(storage)).toBe(5);
-    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 5 }]);
+    expect(seen).toEqual([[2, 6, 2]]);
+    expect(storedFormat(storage)).toBe(6);
+    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 6 }]);
   });
 
-  it('format 4 is upgraded: the idempotency index becomes (idem, sid), every row and key stays, uniqueness holds', () => {
+  /** A database of the current schema made into the layout of format 4 (idem index on (sid, idem), no key table) with keyed rows. */
+  function format4(): SqliteStorage {
     const storage = open();
     openSchema(storage);
-    // Make it the format-4 layout: the old index and the old format numbers.
     storage.transaction(() => {
-      storage.run(`DROP INDEX events_by_idem`);
+      storage.run(`DROP TABLE event_keys`);
+      storage.run(`DELETE FROM meta WHERE key = 'keys_moved'`);
       storage.run(`CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`);
       storage.run(`INSERT INTO streams VALUES (1, '', '/a', 'id-a', 't', 0, 0, 0, '{}', 4), (2, '', '/b', 'id-b', 't', 0, 0, 0, '{}', 4)`);
-      const insert = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'x', 0, ?, 0, '{}')`;
-      storage.run(insert, 1, 1, 'k1');
-      storage.run(insert, 1, 2, null);
-      storage.run(insert, 2, 1, 'k1');
+      const insert = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'x', 0, ?, 0, ?)`;
+      storage.run(insert, 1, 1, 'k1', '{"offset":1}');
+      storage.run(insert, 1, 2, null, '{"offset":2}');
+      storage.run(insert, 2, 1, 'k1', '{"offset":1,"b":true}');
       storage.run(`UPDATE meta SET value = '4' WHERE key = 'format'`);
     });
+    return storage;
+  }
+
+  it('format 4 is upgraded through 5 to 6: the keys leave the index for event_keys, every row and key stays, a repeat is still found', () => {
+    const storage = format4();
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[4, 5]]);
-    expect(storedFormat(storage)).toBe(5);
-    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 5 }, { format: 5 }]);
-    expect(storage.exec(`SELECT sql FROM sqlite_master WHERE name = 'events_by_idem'`)).toEqual([
-      { sql: 'CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL' },
-    ]);
+    expect(seen).toEqual([[4, 6]]);
+    expect(storedFormat(storage)).toBe(6);
+    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 6 }, { format: 6 }]);
+    expect(storage.exec(`SELECT name FROM sqlite_master WHERE name = 'events_by_idem'`)).toEqual([]);
     expect(storage.exec(`SELECT sid, ofs, idem FROM events ORDER BY sid, ofs`)).toEqual([
       { sid: 1, ofs: 1, idem: 'k1' },
       { sid: 1, ofs: 2, idem: null },
       { sid: 2, ofs: 1, idem: 'k1' },
     ]);
-    // The lookup the engine makes uses the new index, and a key is still unique per stream only.
-    const plan = storage.exec<{ detail: string }>(`EXPLAIN QUERY PLAN SELECT body FROM events WHERE sid = ? AND idem = ?`, 1, 'k1');
-    expect(plan.map((p) => p.detail).join(' ')).toContain('events_by_idem');
-    expect(() => storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 3, 'x', 0, 'k1', 0, '{}')`)).toThrow(/UNIQUE/);
-    storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (3, 1, 'x', 0, 'k1', 0, '{}')`);
+    // Every key moved (the watermark at the highest rowid): nothing is left for memory to load.
+    expect(storage.exec(`SELECT sid, idem, ofs FROM event_keys ORDER BY sid`)).toEqual([
+      { sid: 1, idem: 'k1', ofs: 1 },
+      { sid: 2, idem: 'k1', ofs: 1 },
+    ]);
+    expect(storage.exec(`SELECT value FROM meta WHERE key = 'keys_moved'`)).toEqual([{ value: '3' }]);
+    // The engine finds the old keys, each in its own stream only.
+    const rows = new EventRows(storage, undefined);
+    expect(rows.byKey(1, 'k1')).toEqual({ offset: 1 });
+    expect(rows.byKeys(2, ['k1', 'k2'])).toEqual(new Map([['k1', { offset: 1, b: true }]]));
+    const row = { type: 'x', ephemeral: false, idempotencyKey: 'k1', createdMs: 0, json: '{}' };
+    expect(rows.insertIfNewKeys(1, [{ ...row, offset: 3 }])).toBe(false);
+    expect(rows.insertIfNewKeys(3, [{ ...row, offset: 1 }])).toBe(true);
+    expect(rows.insertIfNewKeys(3, [{ ...row, offset: 2 }])).toBe(false);
   });
 
   it('a beforeUpgrade that throws stops the upgrade with nothing changed', () => {
@@ -127,14 +141,14 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
   });
 
   it('a newer format is refused naming both formats, and left as it was', () => {
-    const storage = recording('6');
+    const storage = recording('7');
     const error = thrown(() => openSchema(storage, { beforeUpgrade: () => expect.unreachable() }));
     expect([error.code, error.message]).toEqual([
       'UNAVAILABLE',
-      'this data was written by storage format 6, newer than format 5 that this server reads: run a Rivulet release that reads format 6 (the one that wrote it, or later) on it. Nothing was changed.',
+      'this data was written by storage format 7, newer than format 6 that this server reads: run a Rivulet release that reads format 7 (the one that wrote it, or later) on it. Nothing was changed.',
     ]);
     expect(tables(storage)).toEqual(['meta']);
-    expect(storedFormat(storage)).toBe(6);
+    expect(storedFormat(storage)).toBe(7);
   });
 
   for (const found of ['1', 'x']) {
@@ -143,7 +157,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
       const error = thrown(() => openSchema(storage));
       expect([error.code, error.message]).toEqual([
         'UNAVAILABLE',
-        `this data was written by storage format ${Number(found)}; this server reads format 5 and upgrades only formats 2 and later. ` +
+        `this data was written by storage format ${Number(found)}; this server reads format 6 and upgrades only formats 2 and later. ` +
           'Nothing was changed: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
       ]);
       expect(tables(storage)).toEqual(['meta']);

@@ -10,6 +10,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscription-index.js';
+import { EVENT_KEYS_TABLE, KEYS_MOVED } from './event-keys.js';
 
 export interface Migration {
   /** The format this step reads; it writes `from + 1`. */
@@ -63,6 +64,24 @@ export const MIGRATIONS: readonly Migration[] = [
         storage.run(`CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`);
       }
       storage.run(`UPDATE streams SET format = 5 WHERE format = 4`);
+    },
+  },
+  {
+    from: 5,
+    // Every stored key moves into event_keys at once, sorted, and the watermark stands at the
+    // highest rowid, so the engine starts with no recent key to load; then the index goes. It reads
+    // every keyed row once and rewrites no event. A database without an events table gets the
+    // table and its watermark from the schema.
+    summary: 'idempotency keys moved from an index on the events into a table of their own (no event is rewritten)',
+    apply(storage) {
+      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
+      if (hasEvents) {
+        storage.run(EVENT_KEYS_TABLE);
+        storage.run(`INSERT INTO event_keys (sid, idem, ofs) SELECT sid, idem, ofs FROM events WHERE idem IS NOT NULL ORDER BY sid, idem`);
+        storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, CAST((SELECT coalesce(max(rowid), 0) FROM events) AS TEXT))`, KEYS_MOVED);
+        storage.run(`DROP INDEX IF EXISTS events_by_idem`);
+      }
+      storage.run(`UPDATE streams SET format = 6 WHERE format = 5`);
     },
   },
 ];

@@ -6,16 +6,11 @@
  * head), over both test adapters; the Durable Object's SQL is held to the same order by the
  * storage conformance checks (test/storage-checks-sql.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStorage } from '../adapters/memory/memory-storage.js';
-import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
+import { testStorages } from '../../test/helpers/test-storages.js';
 import type { AppendInput } from '../core/append-input.js';
 import { pageTag } from '../http/page-tag.js';
 import { pageText } from '../http/stream-routes.js';
-import type { SqlStorage } from '../ports/storage.js';
 import { systemTimer } from '../ports/timer.js';
 import { StreamActor, type ActorDeps, type ReadRawResult } from './actor.js';
 import { defaultEngineConfig } from './config.js';
@@ -27,26 +22,7 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0).reverse()) cleanup();
 });
 
-const adapters: Array<{ name: string; open: () => Promise<SqlStorage> }> = [
-  {
-    name: 'MemoryStorage',
-    open: async () => {
-      const storage = await MemoryStorage.create();
-      cleanups.push(() => storage.close());
-      return storage;
-    },
-  },
-  {
-    name: 'SqliteStorage',
-    open: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'rivulet-joined-'));
-      const storage = new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'relaxed' });
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      cleanups.push(() => storage.close());
-      return storage;
-    },
-  },
-];
+const adapters = testStorages(cleanups, 'rivulet-joined-');
 
 type Query = Parameters<StreamActor['readRaw']>[0];
 

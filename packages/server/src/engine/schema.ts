@@ -9,6 +9,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations } from './migrations.js';
 import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
+import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -16,8 +17,10 @@ import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
  * 4: the subscription index and the delivery attempt history (protocol §21, §22). A server of
  * format 3 would not keep the index up to date, and a later one would then trust a stale index.
  * 5: the idempotency index's columns in the other order, (idem, sid) (see the events table below).
+ * 6: no idempotency index on the events table; keys move into event_keys in batches (event-keys.ts).
+ * A server of format 5 would neither see the moved keys nor check the recent ones.
  */
-export const FORMAT_VERSION = 5;
+export const FORMAT_VERSION = 6;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -57,13 +60,11 @@ const DDL = [
      body TEXT NOT NULL
    )`,
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
-  // The key first, then the stream (format 5; format 4 had (sid, idem)): one group commit inserts
-  // keys of many streams, and keys that callers make in order (a counter, a time prefix as in
-  // UUIDv7 or ULID) then land side by side on a few leaf pages instead of one page per stream.
-  // Measured with bench/peers/storage-layout.mjs (25 appends per commit over 100 streams, bench/
-  // README "storage format 5"): time-ordered keys wrote about half the WAL frames per commit,
-  // per-client counters about 0.9x, random UUIDs the same. Lookups name both columns either way.
-  `CREATE UNIQUE INDEX IF NOT EXISTS events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`,
+  // No index on the idempotency key (format 6; formats 4 and 5 had a unique one): it cost an append
+  // about one WAL frame, the leaf its caller's keys lie on, since no two appends in flight share
+  // one. Keys since the last move are found in memory, older ones in event_keys, which a move fills
+  // in sorted batches (event-keys.ts; bench/README "storage format 6").
+  EVENT_KEYS_TABLE,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).
   `CREATE TABLE IF NOT EXISTS subscription_runtime (
@@ -135,5 +136,8 @@ export function openSchema(storage: SqlStorage, options: OpenSchemaOptions = {})
   storage.transaction(() => {
     for (const ddl of [...DDL, ...SUBSCRIPTION_INDEX_DDL, ...DELIVERY_ATTEMPTS_DDL]) storage.run(ddl);
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)`, String(FORMAT_VERSION));
+    // An empty database has moved nothing; the watermark never stands above the highest rowid.
+    storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')`, KEYS_MOVED);
+    storage.run(LOWER_WATERMARK);
   });
 }

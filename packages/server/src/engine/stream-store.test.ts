@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventType } from '@rivulet/contract';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStorage } from '../adapters/memory/memory-storage.js';
+import { memoryTestStorage, type TestStorage } from '../../test/helpers/test-storages.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { AppendInput } from '../core/append-input.js';
 import type { SqlStorage } from '../ports/storage.js';
@@ -37,17 +37,7 @@ function sqliteFile(): { file: string; open: () => SqliteStorage } {
   };
 }
 
-const adapters: Array<{ name: string; open: () => Promise<SqlStorage> }> = [
-  {
-    name: 'MemoryStorage',
-    open: async () => {
-      const storage = await MemoryStorage.create();
-      cleanups.push(() => storage.close());
-      return storage;
-    },
-  },
-  { name: 'SqliteStorage', open: async () => sqliteFile().open() },
-];
+const adapters: TestStorage[] = [memoryTestStorage(cleanups), { name: 'SqliteStorage', open: async () => sqliteFile().open() }];
 
 function depsFor(storage: SqlStorage, options: StreamStoreOptions = {}, config: Partial<EngineConfig> = {}, clock?: () => number): ActorDeps {
   let now = Date.parse('2025-01-01T00:00:00.000Z');
@@ -209,11 +199,11 @@ describe.each(adapters)('EventRows.insertIfNewKey ($name)', ({ open }) => {
     const a = store.create(null, '/a', 'a', '2025-01-01T00:00:00.000Z');
     const b = store.create(null, '/b', 'b', '2025-01-01T00:00:00.000Z');
     const row = (offset: number, idempotencyKey: string) => ({ offset, type: 'app/x', ephemeral: false, idempotencyKey, createdMs: 0, json: `{"offset":${offset}}` });
-    expect(storage.transaction(() => store.events.insertIfNewKey(a, row(1, 'k')))).toBe(true);
-    expect(storage.transaction(() => store.events.insertIfNewKey(a, row(2, 'k')))).toBe(false);
+    expect(storage.transaction(() => store.events.insertIfNewKeys(a, [row(1, 'k')]))).toBe(true);
+    expect(storage.transaction(() => store.events.insertIfNewKeys(a, [row(2, 'k')]))).toBe(false);
     // The same key in another stream is another key.
-    expect(storage.transaction(() => store.events.insertIfNewKey(b, row(1, 'k')))).toBe(true);
-    expect(() => storage.transaction(() => store.events.insertIfNewKey(a, row(1, 'other')))).toThrow(/UNIQUE/);
+    expect(storage.transaction(() => store.events.insertIfNewKeys(b, [row(1, 'k')]))).toBe(true);
+    expect(() => storage.transaction(() => store.events.insertIfNewKeys(a, [row(1, 'other')]))).toThrow(/UNIQUE/);
     expect(storage.exec(`SELECT sid, ofs, idem, body FROM events ORDER BY sid, ofs`)).toEqual([
       { sid: a, ofs: 1, idem: 'k', body: '{"offset":1}' },
       { sid: b, ofs: 1, idem: 'k', body: '{"offset":1}' },

@@ -249,3 +249,55 @@ describe('storage format 3: the streams row is a checkpoint; a restart derives t
     await third.kill('SIGTERM');
   }, 60_000);
 });
+
+describe('storage format 6: idempotency keys are moved in batches; kill -9 keeps every key', () => {
+  it('keys moved before the kill and keys only in the rows past the watermark both refuse a repeat after a restart', async () => {
+    const { dir, remove } = await tempDir('rivulet-s11-keys-');
+    cleanups.push(remove);
+    const paths = ['/keys/a', '/keys/b', '/keys/c'];
+    const first = await start(dir, 'full');
+    const api = new Api(first.url);
+    // 3,000 acknowledged keyed events: past one move (every 2,048 keys, docs/architecture.md
+    // "Storage") and about 950 keys beyond it, which live only in memory when the process dies.
+    const acked: Array<{ path: string; inputs: EventInput[]; events: CommittedEvent[] }> = [];
+    let killed = false;
+    const writer = async (w: number) => {
+      for (let round = 0; !killed; round++) {
+        const path = paths[(w + round) % paths.length]!;
+        const inputs = Array.from({ length: 10 }, (_, i): EventInput => ({ type: 'keys', payload: { w, round, i }, idempotencyKey: `w${w}-r${round}-i${i}` }));
+        let res;
+        try {
+          res = await api.post(path, inputs);
+        } catch {
+          return; // the server is gone
+        }
+        expect(res.status, res.text).toBe(200);
+        acked.push({ path, inputs, events: (res.body as { events: CommittedEvent[] }).events });
+        if (!killed && acked.length * 10 >= 3000) {
+          killed = true;
+          first.child.kill('SIGKILL');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, (_, w) => writer(w)));
+    expect((await first.exited).signal).toBe('SIGKILL');
+
+    // The kill came after a move and before the next: both kinds of key are on disk.
+    const db = new Database(join(dir, 'rivulet.db'), { readonly: true });
+    const watermark = Number((db.prepare(`SELECT value FROM meta WHERE key = 'keys_moved'`).get() as { value: string }).value);
+    expect((db.prepare(`SELECT count(*) AS n FROM event_keys`).get() as { n: number }).n).toBeGreaterThanOrEqual(2048);
+    expect((db.prepare(`SELECT count(*) AS n FROM events WHERE rowid > ? AND idem IS NOT NULL`).get(watermark) as { n: number }).n).toBeGreaterThan(0);
+    db.close();
+
+    const second = await start(dir, 'full');
+    const again = new Api(second.url);
+    const heads = new Map<string, number>();
+    for (const path of paths) heads.set(path, (await again.read(path)).streamMaxOffset);
+    // Every acknowledged batch, sent again, answers the events stored for it and writes nothing.
+    for (const { path, inputs, events } of acked) expect(await again.append(path, inputs)).toEqual(events);
+    for (const path of paths) expect((await again.read(path)).streamMaxOffset).toBe(heads.get(path));
+    const [next] = await again.append(paths[0]!, { type: 'after-restart', idempotencyKey: 'fresh' });
+    expect(next!.offset).toBe(heads.get(paths[0]!)! + 1);
+    await second.kill('SIGTERM');
+  }, 90_000);
+});

@@ -1,0 +1,237 @@
+/**
+ * Idempotency keys of the event rows (storage format 6, docs/architecture.md "Storage"): no index
+ * on the events table holds them. The keys written since the last move are in a map in memory;
+ * older ones are in `event_keys`, which a move fills in sorted batches. An entry of either may be
+ * stale (its row undone by a savepoint, pruned, or of a destroyed stream whose sid a later one got),
+ * so every lookup checks the row it names. `EventRows` (event-rows.ts) writes the rows and tells
+ * this class; the SQL of the keys is here.
+ */
+import type { SqlStorage } from '../ports/storage.js';
+
+/** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
+export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
+     sid INTEGER NOT NULL,
+     idem TEXT NOT NULL,
+     ofs INTEGER NOT NULL,
+     PRIMARY KEY (sid, idem)
+   ) WITHOUT ROWID`;
+
+/** The meta row holding the watermark: every keyed event row with a rowid at or below it is in event_keys. */
+export const KEYS_MOVED = 'keys_moved';
+
+/** A move runs once this many keys, or this many rows, were written since the last one. */
+export const MOVE_AFTER_KEYS = 2048;
+export const MOVE_AFTER_ROWS = 16384;
+
+/**
+ * Brings the watermark down to the highest rowid left. SQLite gives a new row the highest rowid
+ * plus one, so once the rows with the highest rowids are deleted a new row could take a rowid at
+ * or below the watermark, and no move would take its key. Run after every delete of event rows, in
+ * its transaction, and when the schema is opened (a copy of the database might number rows anew).
+ */
+export const LOWER_WATERMARK = `UPDATE meta SET value = CAST((SELECT coalesce(max(rowid), 0) FROM events) AS TEXT)
+  WHERE key = '${KEYS_MOVED}' AND CAST(value AS INTEGER) > (SELECT coalesce(max(rowid), 0) FROM events)`;
+
+/**
+ * A move's copy of the keys past the watermark, sorted. Keys claimed by rows of a batch are
+ * there already and are left as they are; a stale entry takes the new offset. NOT INDEXED: SQLite would otherwise walk
+ * the whole (sid, ofs) index for its order and test every row's rowid (a full scan per move, which
+ * made moves cost about 10 ms each on a 400,000-row table); the rows past the watermark are a
+ * range of rowids, read directly and sorted.
+ */
+export const MOVE_KEYS = `INSERT INTO event_keys (sid, idem, ofs)
+  SELECT sid, idem, ofs FROM events NOT INDEXED WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem
+  ON CONFLICT (sid, idem) DO UPDATE SET ofs = excluded.ofs WHERE ofs <> excluded.ofs`;
+
+const CLAIM_WRITTEN = `INSERT INTO event_keys (sid, idem, ofs)
+  SELECT sid, idem, ofs FROM events WHERE sid = ? AND ofs BETWEEN ? AND ? AND idem IS NOT NULL ORDER BY idem
+  ON CONFLICT (sid, idem) DO NOTHING`;
+
+/** The offset of a moved key whose row still carries it. */
+const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem WHERE k.sid = ? AND k.idem = ?`;
+/** Whether the row at (sid, ofs) carries the key: the check of an entry of the map. */
+const KEY_AT = `SELECT 1 FROM events WHERE sid = ? AND ofs = ? AND idem = ?`;
+const TOP_ROWID = `SELECT coalesce(max(rowid), 0) FROM events`;
+
+export class EventKeys {
+  /**
+   * The keys written since the last move, per stream `key` → offset (no string is made per
+   * lookup: a copy drain spent much of its time collecting such strings), their count, and the watermark, as loaded at
+   * storage epoch `epoch` (loaded again from the rows past the watermark when the epoch changed:
+   * a failed group commit undid rows this map saw).
+   */
+  private readonly recent = new Map<number, Map<string, number>>();
+  private recentCount = 0;
+  private epoch = -1;
+  private watermark = 0;
+  private rowsSinceMove = 0;
+  private moveQueued = false;
+
+  constructor(private readonly storage: SqlStorage) {}
+
+  /** The offset of the event stored with `key` in stream `sid`, if there is one. */
+  offsetOf(sid: number, key: string): number | undefined {
+    const recent = this.recentOffset(sid, key);
+    if (recent !== undefined) return recent;
+    const moved = this.storage.execRows(MOVED_KEY, sid, key)[0];
+    return moved === undefined ? undefined : (moved[0] as number);
+  }
+
+  /** The offset of the event stored with `key` in stream `sid` among the keys since the last move (the map), if there is one. */
+  recentOffset(sid: number, key: string): number | undefined {
+    this.load();
+    const recent = this.recent.get(sid)?.get(key);
+    return recent !== undefined && this.storage.execRows(KEY_AT, sid, recent, key).length > 0 ? recent : undefined;
+  }
+
+  /**
+   * Claims the keys of the rows just written at offsets `first` to `last` of stream `sid`, `keyed`
+   * of them, in one statement (sorted, so they share pages): answers whether every one was
+   * claimed. When not (a key stored, given twice, or met by a stale entry), some may be, and the
+   * caller must undo its transaction (a savepoint).
+   */
+  claimWritten(sid: number, first: number, last: number, keyed: number): boolean {
+    return this.storage.run(CLAIM_WRITTEN, sid, first, last) === keyed;
+  }
+
+  /**
+   * Claims `key` for a row of a batch about to be written at `offset`: straight into event_keys
+   * (the keys of one batch share its pages; a move would read them back), not into the map.
+   * Answers false, having written nothing, when the key is stored. A stale entry of event_keys is
+   * taken over. For a batch's checked writes (insertAll); unchecked ones use claimWritten.
+   */
+  claim(sid: number, key: string, offset: number): boolean {
+    this.load();
+    if (this.recentOffset(sid, key) !== undefined) return false;
+    if (this.storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (?, ?, ?) ON CONFLICT (sid, idem) DO NOTHING`, sid, key, offset) === 1) return true;
+    if (this.storage.execRows(MOVED_KEY, sid, key).length > 0) return false;
+    this.storage.run(`UPDATE event_keys SET ofs = ? WHERE sid = ? AND idem = ?`, offset, sid, key);
+    return true;
+  }
+
+  /**
+   * A row was written: its key, unless claimed, goes into the map (offsetOf checked it just
+   * before); queues a move when one is due.
+   */
+  written(sid: number, key: string | undefined, offset: number): void {
+    this.rowsSinceMove++;
+    if (key !== undefined) this.remember(sid, key, offset);
+    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
+  }
+
+  /**
+   * The stored bodies of many keys of stream `sid`: the keys since the last move by their offsets,
+   * the rest in one statement over event_keys. Keys not stored are absent from the answer.
+   */
+  bodiesOf(sid: number, keys: readonly string[]): Map<string, string> {
+    const found = new Map<string, string>();
+    if (keys.length === 0) return found;
+    this.load();
+    // The keys asked that the map holds, by the offset each entry names: a row counts only when
+    // it carries the key its entry is for.
+    const recent = new Map<number, string>();
+    const mine = this.recent.get(sid);
+    if (mine !== undefined) {
+      for (const key of keys) {
+        const offset = mine.get(key);
+        if (offset !== undefined) recent.set(offset, key);
+      }
+    }
+    // One parameter per list (the Durable Object SQL API binds at most 100 per statement).
+    if (recent.size > 0) {
+      const rows = this.storage.execRows(`SELECT ofs, idem, body FROM events WHERE sid = ? AND ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...recent.keys()]));
+      for (const [offset, key, body] of rows) if (recent.get(offset as number) === key) found.set(key as string, body as string);
+    }
+    const rest = recent.size === 0 ? keys : keys.filter((key) => !found.has(key));
+    if (rest.length > 0) {
+      const rows = this.storage.execRows(
+        `SELECT k.idem, e.body FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
+         WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
+        sid,
+        JSON.stringify(rest),
+      );
+      for (const [key, body] of rows) found.set(key as string, body as string);
+    }
+    return found;
+  }
+
+  /**
+   * Moves the keys of the rows past the watermark into event_keys, sorted (a batch of keys
+   * written close in time shares pages), and raises the watermark to the highest rowid: one
+   * transaction, so a crash leaves both as they were or both done.
+   */
+  move(): void {
+    let top = 0;
+    this.storage.transaction(() => {
+      this.load();
+      top = this.storage.execRows(TOP_ROWID)[0]![0] as number;
+      // Every keyed row past the watermark has its key in the map (loaded at this epoch, then
+      // kept by written) or claimed in event_keys, so with none in the map there is nothing to
+      // read: only the watermark moves.
+      if (this.recentCount > 0) {
+        this.storage.run(MOVE_KEYS, this.watermark);
+      }
+      this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
+    });
+    // Should the group commit fail after all, the epoch changes and load starts over from what is stored.
+    this.watermark = top;
+    this.recent.clear();
+    this.recentCount = 0;
+    this.rowsSinceMove = 0;
+  }
+
+  /** Deletes the moved keys of stream `sid`, at most `maxRows` of them when given; answers how many. */
+  deleteStream(sid: number, maxRows?: number): number {
+    if (maxRows === undefined) return this.storage.run(`DELETE FROM event_keys WHERE sid = ?`, sid);
+    return this.storage.run(`DELETE FROM event_keys WHERE sid = ? AND idem IN (SELECT idem FROM event_keys WHERE sid = ? LIMIT ?)`, sid, sid, maxRows);
+  }
+
+  /** After event rows were deleted, in the same transaction (see LOWER_WATERMARK). */
+  rowsDeleted(): void {
+    this.load();
+    this.storage.run(LOWER_WATERMARK);
+    const top = this.storage.execRows(TOP_ROWID)[0]![0] as number;
+    if (top < this.watermark) this.watermark = top;
+  }
+
+  private remember(sid: number, key: string, offset: number): void {
+    let mine = this.recent.get(sid);
+    if (mine === undefined) this.recent.set(sid, (mine = new Map()));
+    if (!mine.has(key)) this.recentCount++;
+    mine.set(key, offset);
+  }
+
+  /** Loads the watermark and the keys past it, unless they are loaded at the storage's epoch. */
+  private load(): void {
+    const epoch = this.storage.epoch;
+    if (this.epoch === epoch) return;
+    const stored = this.storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
+    this.watermark = stored === undefined ? 0 : Number(stored[0]);
+    this.recent.clear();
+    this.recentCount = 0;
+    for (const [sid, key, offset] of this.storage.execRows(`SELECT sid, idem, ofs FROM events WHERE rowid > ? AND idem IS NOT NULL`, this.watermark)) {
+      this.remember(sid as number, key as string, offset as number);
+    }
+    this.rowsSinceMove = Math.max(0, (this.storage.execRows(TOP_ROWID)[0]![0] as number) - this.watermark);
+    this.epoch = epoch;
+  }
+
+  /**
+   * Runs a move in a transaction of its own, after the current one: an append's transaction may
+   * allow one write only (TransactionOptions.singleWrite). On the Node host it joins the same
+   * group commit.
+   */
+  private queueMove(): void {
+    if (this.moveQueued) return;
+    this.moveQueued = true;
+    queueMicrotask(() => {
+      this.moveQueued = false;
+      try {
+        this.move();
+      } catch {
+        // The storage failed or was closed: the keys stay in the rows past the watermark, where
+        // load finds them, and the next row written queues the move again.
+      }
+    });
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The two storage adapters the engine's own tests run on in Node: sql.js in memory and SQLite on a
+ * fresh file (relaxed durability). Each opened storage, and its folder, is closed and removed by
+ * the caller's `cleanups` after the test.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryStorage } from '../../src/adapters/memory/memory-storage.js';
+import { SqliteStorage } from '../../src/adapters/sqlite/sqlite-storage.js';
+import type { SqlStorage } from '../../src/ports/storage.js';
+
+export interface TestStorage {
+  name: string;
+  open: () => Promise<SqlStorage>;
+}
+
+export function memoryTestStorage(cleanups: Array<() => void>): TestStorage {
+  return {
+    name: 'MemoryStorage',
+    open: async () => {
+      const storage = await MemoryStorage.create();
+      cleanups.push(() => storage.close());
+      return storage;
+    },
+  };
+}
+
+export function testStorages(cleanups: Array<() => void>, prefix: string): TestStorage[] {
+  return [
+    memoryTestStorage(cleanups),
+    {
+      name: 'SqliteStorage',
+      open: async () => {
+        const dir = mkdtempSync(join(tmpdir(), prefix));
+        cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+        const storage = new SqliteStorage(join(dir, 'data.sqlite'), { durability: 'relaxed' });
+        cleanups.push(() => storage.close());
+        return storage;
+      },
+    },
+  ];
+}
