@@ -38,11 +38,9 @@ export interface Prepared {
 /** The most events one delivery carries: an itx-call batch (a webhook carries one, a copy batch COPY_BATCH_EVENTS). */
 export const MAX_BATCH_EVENTS = 1000;
 /**
- * The most events one copy batch carries (protocol §12.3). A batch's events and copies stay alive
- * from its read until its sync, while the next batch is read: with 1000 they lived about as long
- * as the young generation lasts between two collections of a backlog drain, and V8 then at times
- * kept whole batches into the old generation (25 times the promoted bytes, 1.1–1.5x the CPU per
- * copy; bench/README "Copy batches of 500"). 500 keeps them well inside it.
+ * The most events one copy batch carries (protocol §12.3): fewer than other batches, so that a
+ * batch, alive from its read until its sync, dies young in V8's heap (docs/architecture.md
+ * "Copy batches of 500").
  */
 export const COPY_BATCH_EVENTS = 500;
 const MAX_BATCH_BYTES = 1_048_576;
