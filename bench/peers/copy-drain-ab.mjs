@@ -46,7 +46,7 @@ function gcTotals(lines) {
 async function drain(name, cli) {
   const server = await startServer([...(traceGc ? ['--trace-gc-nvp'] : []), cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
   let gcLines = [];
-  server.child.stdout.on('data', (chunk) => gcLines.push(...chunk.split('\n').filter((l) => l.includes(' gc='))));
+  if (traceGc) server.child.stdout.on('data', (chunk) => gcLines.push(...chunk.split('\n').filter((l) => l.includes(' gc='))));
   try {
     await preloadBacklog(server.url, count);
     gcLines = [];

@@ -101,7 +101,6 @@ export class EventKeys {
    * taken over. For a batch's checked writes (insertAll); unchecked ones use claimWritten.
    */
   claim(sid: number, key: string, offset: number): boolean {
-    this.load();
     if (this.recentOffset(sid, key) !== undefined) return false;
     if (this.storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (?, ?, ?) ON CONFLICT (sid, idem) DO NOTHING`, sid, key, offset) === 1) return true;
     if (this.storage.execRows(MOVED_KEY, sid, key).length > 0) return false;
