@@ -81,9 +81,9 @@ export function counted(state: CoreState, offset: number): CoreState {
 /**
  * A copy of the state with its counters and subscriptions replaced. Written as a literal, not
  * `{ ...state, … }`: V8 in Node 20 takes ~500 ns for an object spread followed by overrides and
- * ~12 ns for the literal, and this runs for every event (bench/README has the gain on 100-event
- * batches). It names every key of CoreState; a test compares `counted` with the spread, key for
- * key.
+ * ~12 ns for the literal, and this runs for every event (docs/performance.md "The reducer copies
+ * its state with a literal" has the gain on 100-event batches). It names every key of CoreState; a
+ * test compares `counted` with the spread, key for key.
  */
 function rebuilt(state: CoreState, eventCount: number, maxOffset: number, subscriptions: CoreState['subscriptions']): CoreState {
   return {

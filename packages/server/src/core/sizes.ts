@@ -12,8 +12,8 @@ const scratch = new Uint8Array(UTF8_STEP_BYTES);
 /**
  * UTF-8 bytes of a text, as the encoder writes them (a lone surrogate as the 3 bytes of U+FFFD).
  * The platform's encoder does the counting: `encodeInto` a reused buffer took 0.08–0.6× the time
- * of a JavaScript scan, on ASCII and on mixed text alike (bench/README "copy drain: UTF-8 counting
- * and the judgement without a condition"), and it exists on both hosts. It stops before a character that does not fit whole, so a longer text goes on
+ * of a JavaScript scan, on ASCII and on mixed text alike (docs/performance.md "UTF-8 length from
+ * the platform's encoder"), and it exists on both hosts. It stops before a character that does not fit whole, so a longer text goes on
  * from where a step stopped.
  */
 export function utf8Length(text: string): number {

@@ -1,7 +1,7 @@
 /**
  * What a loaded stream costs in memory, and that a swept one costs nothing (architecture.md,
- * "Actors come and go; delivery does not"; bench/README.md, bench/peers "memory at 10,000
- * streams"). Heap figures are taken after V8's full collection (hosts/node/heap-release.ts).
+ * "Actors come and go; delivery does not"; docs/performance.md "Per-stream state made on first
+ * use"). Heap figures are taken after V8's full collection (hosts/node/heap-release.ts).
  */
 import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';

@@ -194,7 +194,7 @@ export class EventRows {
   range(sid: number, q: RangeQuery): RawEvent[] {
     const { sql, params } = rangeSelect(sid, q);
     // Rows as arrays: no object per row from the driver (reads of 500 events spent ~0.5 µs per
-    // event on it; bench/README).
+    // event on it; docs/performance.md "Read rows as arrays").
     const rows = this.storage.execRows(sql, ...params);
     const out: RawEvent[] = new Array<RawEvent>(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = { offset: rows[i]![0] as number, json: rows[i]![1] as string };
@@ -205,7 +205,7 @@ export class EventRows {
    * The same range as `range`, joined by SQLite into one text: the bodies in offset order
    * separated by commas, with their count and first and last offsets. A read page is this text
    * inside its brackets; building it in SQL spares one driver string per event and the join of
-   * them (bench/README "Levers: reads and copy drain").
+   * them (docs/architecture.md "Read pages come joined from SQL").
    *
    * The order: the inner select orders by offset and limits, so SQLite produces its rows in that
    * order (a LIMIT keeps a subquery's ORDER BY), and group_concat appends them as they come. An

@@ -192,8 +192,9 @@ export class ReadCache {
    * Whether a page that starts in chunk `key` and lacks a chunk may load it: when another page
    * started there recently. One pass through a stream in pages of 500 starts a second page in the
    * same chunk of 512 only now and then, so it reads with SQL and leaves the cache as it was
-   * (filling it would cost that pass about as much again in loads and garbage collection: bench/
-   * README "the read cache"); pages read again, or many pages of one chunk, load it.
+   * (filling it would cost that pass about as much again in loads and garbage collection:
+   * docs/architecture.md "Pages read again come from memory"); pages read again, or many pages of
+   * one chunk, load it.
    */
   private admit(key: string): boolean {
     const again = this.recentStarts.delete(key);

@@ -63,7 +63,7 @@ const DDL = [
   // No index on the idempotency key (format 6; formats 4 and 5 had a unique one): it cost an append
   // about one WAL frame, the leaf its caller's keys lie on, since no two appends in flight share
   // one. Keys since the last move are found in memory, older ones in event_keys, which a move fills
-  // in sorted batches (event-keys.ts; bench/README "storage format 6").
+  // in sorted batches (event-keys.ts; docs/architecture.md "Idempotency keys are indexed in batches").
   EVENT_KEYS_TABLE,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).

@@ -25,7 +25,8 @@ export const SUBSCRIPTION_INDEX_TABLE = `CREATE TABLE IF NOT EXISTS subscription
 
 export const SUBSCRIPTION_INDEX_DDL = [
   SUBSCRIPTION_INDEX_TABLE,
-  // The halted listing starts from the halted rows, however many streams there are (bench/README).
+  // The halted listing starts from the halted rows, however many streams there are
+  // (docs/performance.md "The halted listing starts from its own index").
   `CREATE INDEX IF NOT EXISTS subscription_runtime_halted ON subscription_runtime (sid) WHERE halted = 1`,
 ];
 

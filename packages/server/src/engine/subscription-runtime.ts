@@ -78,8 +78,8 @@ const SOON_MS = 250;
 
 /**
  * One of these per loaded stream, and most streams are quiet: beyond the rows themselves it holds
- * only what is in flight, created on first use and dropped once written (bench/README.md,
- * bench/peers "memory at 10,000 streams").
+ * only what is in flight, created on first use and dropped once written (docs/performance.md
+ * "Per-stream state made on first use").
  */
 export class SubscriptionRuntime {
   private readonly rows = new Map<string, SubscriptionRow>();
@@ -221,7 +221,8 @@ export class SubscriptionRuntime {
    * Moves a cursor past events that did not match, in memory; it must be persisted every
    * QUIET_PERSIST_EVERY offsets: losing it in a crash only makes the next read scan the same
    * non-matching events again, and it keeps a configured but non-matching subscription from
-   * adding a row write to every append (bench/README.md, bench/copy: the non-matching subscription cost).
+   * adding a row write to every append (docs/performance.md "Cursors of non-matching
+   * subscriptions stay in memory").
    * The row (this runtime's own, from `get`) is changed in place, not copied: the caller moves only
    * rows no delivery holds (delivery/pass-over.ts). Answers true when the row is due: the caller
    * then calls persistDirty once, after moving the rest, so the stream's quiet rows go together.

@@ -10,7 +10,7 @@
  *
  * Why a path of its own: a catch-up reader pays the fixed costs of a request once per page, and
  * the web Request/Response objects and the adapter were a large share of a page read from memory
- * (bench/README "Both peers read by a C client").
+ * (docs/performance.md "Plain page reads without the adapter").
  */
 import type { ErrorCode } from '@rivulet/contract';
 import type { StreamService } from '../engine/service.js';

@@ -160,8 +160,9 @@ export function composeRequestHooks(hooks: readonly RequestHook[], logger: Error
  */
 export function metricsHook(metrics: ServerMetrics): RequestHook {
   // The series key of each (route, status) seen, kept: building and hashing it again was most of
-  // the hook's cost (bench/README.md, "appends: where the CPU goes"). Routes are templates and
-  // statuses few, so this stays small; it is emptied should it ever grow past its bound.
+  // the hook's cost (docs/performance.md "The metrics hook keeps its series keys"). Routes are
+  // templates and statuses few, so this stays small; it is emptied should it ever grow past its
+  // bound.
   const keys = new Map<string, Map<number, string>>();
   let size = 0;
   const keyOf = (method: string, route: string, status: number): string => {

@@ -27,7 +27,8 @@ export interface Timer {
 /**
  * The host's own timers (`setTimeout`), on Node and in workerd alike. A delay of 0 is `setImmediate`
  * where there is one (Node): after pending I/O, without the 1 ms a `setTimeout(0)` waits there, which
- * a delivery's poke paid on every copy's lag (bench/README "copy drain (copy group)").
+ * a delivery's poke paid on every copy's lag (docs/performance.md "A 0 ms timer is setImmediate
+ * on Node").
  */
 export const systemTimer: Timer = {
   set(delayMs, fn) {

@@ -25,8 +25,9 @@
  * begins by syncing the whole WAL, on the event loop: with 4000 frames that was ~16 MB written out
  * in one ~16 ms stall, the p99 of relaxed appends under load. So after such a commit, at most every
  * `backgroundSyncMs`, the WAL is fdatasync'd on libuv's thread pool; the checkpoint then finds
- * little left to write (stalls ~5 ms, bench/README). Durability is unchanged: this only writes out
- * earlier what SQLite syncs anyway; a failed background sync is ignored, SQLite's own syncs report.
+ * little left to write (stalls ~5 ms; docs/architecture.md "Background WAL sync", the figures in
+ * docs/performance.md "WAL checkpoints"). Durability is unchanged: this only writes out earlier
+ * what SQLite syncs anyway; a failed background sync is ignored, SQLite's own syncs report.
  */
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -46,8 +47,9 @@ export interface SqliteStorageOptions {
   /**
    * Hold the file's locks for the connection's lifetime (`locking_mode=EXCLUSIVE`, set before WAL
    * is entered, so the WAL index lives in this process's memory): no lock calls and no
-   * shared-memory index per transaction, about 8 µs less per commit here (bench/README). Only for a
-   * sole owner (the Node host locks its data folder): no other connection can open the file
+   * shared-memory index per transaction, about 8 µs less per commit here (docs/performance.md
+   * "File locks held for the connection's lifetime"). Only for a sole owner (the Node host locks
+   * its data folder): no other connection can open the file
    * meanwhile. Default false. Durability is unchanged: the WAL on disk is the same, and a crashed
    * owner's locks go with it.
    */
@@ -131,7 +133,8 @@ export class SqliteStorage implements SqlStorage {
       this.db.pragma(`synchronous = ${wal ? 'NORMAL' : 'FULL'}`);
       this.db.pragma('busy_timeout = 5000');
       // Fewer WAL checkpoints than SQLite's default of every 1000 pages: each one stops the event
-      // loop while it copies pages and syncs (bench/README weighs 4000 against 16000).
+      // loop while it copies pages and syncs (docs/performance.md "WAL checkpoints" weighs 4000
+      // against 16000).
       this.db.pragma('wal_autocheckpoint = 4000');
       this.db.pragma('foreign_keys = OFF');
     } catch (error) {

@@ -2,7 +2,7 @@
  * The receiver calls of one flight (sender.ts): one call out at a time, each ended as *unavailable*
  * by the delivery timeout, which also aborts it through its signal (protocol §12.7). A webhook
  * flight makes one call per event while each succeeds, so what every call costs on its own is kept
- * small (bench/README.md, "bench/receivers"):
+ * small (docs/performance.md "Fixed work per webhook call"):
  *
  * - one AbortController serves the flight's calls; a timeout aborts it and the next call gets a new
  *   one, so a signal handed to a call is aborted exactly when that call timed out (a receiver

@@ -2,7 +2,7 @@
  * Passing caught-up subscriptions over committed events their types cannot match, in memory,
  * without a read or a delivery (skip-not-defer, protocol §12.3): what a send check would conclude.
  *
- * The work is kept off the append's path where it can be (bench/README.md, bench/peers, "ten
+ * The work is kept off the append's path where it can be (docs/performance.md "Passing over
  * non-matching subscriptions"): which subscriptions may be passed over and which types each
  * names are worked out once per configuration of the stream's subscriptions (QuietIndex), not per
  * append, so an append whose types no subscription names is one map lookup per event, then one

@@ -330,7 +330,8 @@ export class StreamSender implements SendLoop {
     // one is acknowledged: one event per POST, in order). That starts once the request is on its
     // way, or answered if the port cannot tell: on the Node host undici writes a POST on a kept-alive
     // connection only in the event loop's next check phase, and work begun at once would all run
-    // before that write, delaying every POST by the preparation of the next (bench/README.md).
+    // before that write, delaying every POST by the preparation of the next (decision 007,
+    // "Consequences").
     let sent!: () => void;
     const out = new Promise<void>((resolve) => (sent = resolve));
     const answer = this.call(flight, prepared, timeout, sent);

@@ -17,9 +17,9 @@ import type { SendLoop } from './send-loop.js';
  * Offsets still owed after a written copy batch from which on they are a backlog (a full batch's
  * worth): the sender then
  * waits for the batch's sync before it writes the next (writing on at once synced the WAL back to
- * back, one sync per small commit: 1.2x CPU per copy in a drain, bench/README "Copies in the
- * source's commit"). Fewer are live events: the check after the batch copies them at once, so
- * their copies join their own source's group commit instead of waiting one sync more.
+ * back, one sync per small commit: 1.2x CPU per copy in a drain, decision 012, "Options"). Fewer
+ * are live events: the check after the batch copies them at once, so their copies join their own
+ * source's group commit instead of waiting one sync more.
  */
 export const BACKLOG_OFFSETS = COPY_BATCH_EVENTS;
 

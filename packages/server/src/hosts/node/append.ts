@@ -7,9 +7,10 @@
  *
  * Why: one sequential client pays every fixed cost of a request once per append, and on this host
  * the web Request/Response objects, the adapter and the middleware chain were a measurable share
- * of that (bench/README, `bench/append`). Everything else, and anything this path is not sure
- * to answer exactly like the app (a method suffix, a query, a chunked body, an unusual Host or
- * path character the adapter would refuse), goes to the app untouched.
+ * of that (docs/performance.md "Plain appends without the Hono app"). Everything else, and
+ * anything this path is not sure to answer exactly like the app (a method suffix, a query, a
+ * chunked body, an unusual Host or path character the adapter would refuse), goes to the app
+ * untouched.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_TYPE, type AppendAnswerer, type AppendReply } from '../../http/append-route.js';

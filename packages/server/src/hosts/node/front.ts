@@ -11,7 +11,7 @@
  *
  * Why: node:http's per-request machinery (IncomingMessage and ServerResponse streams, header
  * objects, cork/writev) costs about 20–30 µs of CPU per request here, more than the engine's whole
- * append (bench/README, `bench/append`); a connection that only appends is what a producer holds.
+ * append (decision 004); a connection that only appends is what a producer holds.
  *
  * It keeps node:http's manners on its connections: answers carry `Date`, `Connection` and
  * `Keep-Alive` like node:http's; an idle connection is closed after the server's

@@ -60,7 +60,7 @@ describe('releaseHeap', () => {
     const afterOne = total();
     releaseHeap();
     // How many pages go back depends on V8's version: Node 20 needs several rounds for about half,
-    // Node 24 keeps them in this pattern (bench/README "memory at 10,000 streams (idle group)").
+    // Node 24 keeps them in this pattern (docs/performance.md "Full collections after a sweep").
     expect(total()).toBeLessThanOrEqual(afterOne);
     expect(used()).toBeLessThan(usedWithAll / 4);
     expect(survivors).toHaveLength(6_000);

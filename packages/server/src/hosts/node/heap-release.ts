@@ -3,7 +3,7 @@
  * does not"). Once the registry's idle sweep drops actors, what they held is garbage, but V8
  * collects its old generation only when allocation makes it: a server that went quiet allocates
  * next to nothing, so the garbage of thousands of dropped actors stayed resident for minutes or
- * for good (bench/README.md, bench/peers idle group). After a sweep that dropped many actors and
+ * for good (docs/operations.md "Tuning knobs"). After a sweep that dropped many actors and
  * left fewer loaded than it dropped (the process is going quiet), this asks V8 for full
  * collections until one gives little back (releaseHeap); freed pages go back to the system. A busy
  * server, whose sweeps drop a small share of what it holds, is left to V8's own collector.

@@ -127,8 +127,9 @@ function invalidAnswer(error: unknown): boolean {
  * It implements the handler shape undici's client calls itself (`onConnect`, `onHeaders`, `onData`,
  * `onComplete`, `onError`): undici 7 wraps a handler of the newer shape (`onRequestStart`, …) in an
  * adapter that, per response, turns the raw header and trailer lists into objects, which this
- * handler never reads (bench/README.md, "bench/receivers"). The order of the calls is the same:
- * `onConnect` right before the request is written, in the step that publishes `sendHeaders`.
+ * handler never reads (docs/performance.md "Fixed work per webhook call"). The order of the calls
+ * is the same: `onConnect` right before the request is written, in the step that publishes
+ * `sendHeaders`.
  */
 class Exchange implements Dispatcher.DispatchHandler {
   private status = 0;

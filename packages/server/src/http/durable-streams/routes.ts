@@ -191,7 +191,7 @@ export function durableStreams(options: DurableStreamsOptions): DurableStreams {
   /**
    * The answer as an entrance writes it, the security and the hooks' fields added (as the app adds
    * them): one object, which is also what the hooks are told, built without spreads (an object
-   * spread costs more than the rest of this function; bench/README.md, durable-streams section).
+   * spread costs more than the rest of this function; docs/durable-streams.md "Speed").
    */
   function reply(answer: DsAnswer, request: HeaderReader, started: number): AppendAnswer {
     let contentType: string | null = null;

@@ -133,8 +133,8 @@ export class DsStreams {
   /**
    * Runs `fn` after every earlier write of this process to the stream has finished. A chain of
    * promises on purpose: each caller registers its own continuation, and workerd ties I/O to the
-   * request that starts it, so one loop running every queued write (tried; bench/README.md,
-   * durable-streams section) fails the writes of the requests it did not start.
+   * request that starts it, so one loop running every queued write (tried; docs/durable-streams.md
+   * "Speed") fails the writes of the requests it did not start.
    */
   exclusive<T>(projectId: string | null, path: string, fn: () => Promise<T>): Promise<T> {
     return this.exclusiveAt(keyOf(projectId, path), fn);
@@ -143,7 +143,7 @@ export class DsStreams {
   /**
    * `exclusive` by key. With nothing queued, `fn` starts at once (no turn of the microtask queue
    * waiting on an already settled promise); the queue's entry is cleared when the last write
-   * queued settles (bench/README.md, durable-streams section "per-request CPU").
+   * queued settles (docs/durable-streams.md "Speed", per-request CPU).
    */
   private exclusiveAt<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const before = this.queues.get(key);
@@ -341,7 +341,7 @@ function copyState(state: DsState): DsState {
  * the engine sets the second itself). The Node host's actor builds its range as `{ ...query,
  * beforeOffset, ephemeralSinceMs }`: over keys the query already has, V8 copies it in tens of ns;
  * with new keys it takes a slow path of about 2 µs, which this read, made before every write, paid
- * (bench/durable-streams/empty-read.mjs, bench/README.md durable-streams section).
+ * (docs/performance.md "The Durable Streams load read names every key").
  */
 function readQuery(afterOffset: number): ReadOptions & { ephemeralSinceMs: undefined } {
   return { afterOffset, beforeOffset: undefined, limit: PAGE, includeEphemeral: false, ephemeralSinceMs: undefined };
