@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent, DeliveryAttempt } from '@rivulet/contract';
 import { expectError, queryString, streamRoute, type Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { MAX_BATCH_BYTES, sizedJobs, storedLength } from '../helpers/batch-bytes.js';
 import {
   EventType,
   allEvents,
@@ -315,6 +316,43 @@ describe('a copy honours its filter and records an exact hop', () => {
     ]);
     const copies = await copiesOn(api, recv);
     expect(copies.map((c) => lastHop(c).offset)).toEqual(jobs.map((e) => e.offset));
+  });
+
+  /**
+   * A backlog of jobs whose stored texts are `lengths` long (helpers/batch-bytes.ts), checked on the
+   * events as read back, copied from the beginning: answers the jobs and the [from, to] offsets of
+   * each copy batch, oldest first.
+   */
+  async function copyBatchesOf(src: string, recv: string, lengths: number[]): Promise<{ jobs: CommittedEvent[]; batches: [number, number][] }> {
+    const jobs = await api.append(src, sizedJobs(src, 2, lengths));
+    const stored = (await allEvents(api, src)).filter((e) => e.type === 'job');
+    expect(stored.map(storedLength)).toEqual(lengths);
+    await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'bytes', filter: { eventTypes: ['job'] }, delivery: { start: 'beginning' } });
+    await caughtUp(api, src, 'bytes', 15_000);
+    const res = await api.request<{ attempts: DeliveryAttempt[] }>('GET', `${streamRoute(src, 'deliveryAttempts')}${queryString({ subscriptionKey: 'bytes' })}`);
+    expect(res.status, res.text).toBe(200);
+    const attempts = res.body.attempts.reverse();
+    expect(attempts.map((a) => a.outcome)).toEqual(attempts.map(() => 'ok'));
+    expect((await copiesOn(api, recv)).map((c) => lastHop(c).offset)).toEqual(jobs.map((e) => e.offset));
+    return { jobs, batches: attempts.map((a) => [a.fromOffset, a.toOffset]) };
+  }
+
+  it('a copy batch holds 1 MiB of stored event text: four events of exactly 1,048,576 characters go in one batch, the next event opens the next (protocol §12.3)', async () => {
+    const quarter = MAX_BATCH_BYTES / 4;
+    const { jobs, batches } = await copyBatchesOf('/s20/bytes-at-src', '/s20/bytes-at-recv', [quarter, quarter, quarter, quarter, 1000]);
+    expect(batches).toEqual([
+      [jobs[0]!.offset, jobs[3]!.offset],
+      [jobs[4]!.offset, jobs[4]!.offset],
+    ]);
+  });
+
+  it('one character past 1 MiB: the event that would take a copy batch over it opens the next batch (protocol §12.3)', async () => {
+    const quarter = MAX_BATCH_BYTES / 4;
+    const { jobs, batches } = await copyBatchesOf('/s20/bytes-past-src', '/s20/bytes-past-recv', [quarter, quarter, quarter, quarter + 1, 1000]);
+    expect(batches).toEqual([
+      [jobs[0]!.offset, jobs[2]!.offset],
+      [jobs[3]!.offset, jobs[4]!.offset],
+    ]);
   });
 });
 

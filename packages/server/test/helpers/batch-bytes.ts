@@ -1,0 +1,34 @@
+/**
+ * The byte bound of a delivery batch (protocol §12.3: 1 MiB; engine/delivery/prepare.ts
+ * MAX_BATCH_BYTES), and events sized against it, for the end-to-end tests of that bound
+ * (subscriptions-copy.test.ts, rpc-itx-call.test.ts).
+ *
+ * A batch counts an event by the length of the JSON text the event is stored as
+ * (engine/delivery/collect.ts `row.json.length`). An event appended over HTTP is stored as
+ * `JSON.stringify` of the committed event (core/decide-append.ts `buildEvent`), and
+ * `JSON.stringify` of that event as read back writes the same text again (the same members in the
+ * same order, strings and numbers as they were): `storedLength` of an event read back is what the
+ * batch counts. The events made here are ASCII only, so that length is also their UTF-8 bytes.
+ */
+import type { CommittedEvent } from '@rivulet/contract';
+import type { EventInput } from './http.js';
+
+export const MAX_BATCH_BYTES = 1_048_576;
+
+/** The length a delivery batch counts an event by: its stored JSON text, written again from the event as read back. */
+export const storedLength = (event: CommittedEvent): number => JSON.stringify(event).length;
+
+/**
+ * Inputs of type `job` that, appended together to `path` with the first at `firstOffset`, are
+ * stored as texts exactly `lengths` long: a `pad` string in the payload makes up the difference.
+ * (createdAt is always 24 characters, `YYYY-MM-DDTHH:mm:ss.sssZ`; the offsets' digits are counted.)
+ * Each must stay within the event limit (protocol §3.3: `--max-event-bytes`, 1 MiB of committed
+ * JSON) and all of them within the body limit (8 MiB), or the append is PAYLOAD_TOO_LARGE.
+ */
+export function sizedJobs(path: string, firstOffset: number, lengths: readonly number[]): EventInput[] {
+  return lengths.map((length, i) => {
+    const bare = storedLength({ path, offset: firstOffset + i, createdAt: new Date(0).toISOString(), type: 'job', payload: { pad: '' } });
+    if (length < bare) throw new Error(`an event of ${path} at offset ${firstOffset + i} is at least ${bare} characters as stored`);
+    return { type: 'job', payload: { pad: 'x'.repeat(length - bare) } };
+  });
+}
