@@ -96,12 +96,14 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
   const keyHead = copyKeyHead(batch);
   let texts: CopyTexts | undefined;
   for (const e of batch.events) {
-    const previous = e.source?.copiedFrom ?? [];
-    if (previous.some((hop) => hop.path === receiver.path && hop.projectId === receiver.projectId)) {
+    // A first-hop copy (no hops before) makes no array and no closure to look at them: this runs
+    // for every copy of a drain.
+    const previous = e.source?.copiedFrom;
+    if (previous !== undefined && passedThrough(previous, receiver)) {
       dropped.push({ offset: e.offset, reason: 'cycle' });
       continue;
     }
-    if (previous.length >= Limits.maxHops) {
+    if (previous !== undefined && previous.length >= Limits.maxHops) {
       dropped.push({ offset: e.offset, reason: 'hop-limit' });
       continue;
     }
@@ -119,11 +121,11 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
     const input: AppendInput = {
       type: e.shaped.type,
       idempotencyKey: `${keyHead}${e.offset}]`,
-      source: { copiedFrom: [...previous, hop] },
+      source: { copiedFrom: previous === undefined ? [hop] : [...previous, hop] },
     };
     if (e.shaped.payload !== undefined) input.payload = e.shaped.payload;
     if (e.shaped.metadata !== undefined) input.metadata = e.shaped.metadata;
-    if (e.fieldsJson !== undefined && previous.length === 0) {
+    if (e.fieldsJson !== undefined && (previous === undefined || previous.length === 0)) {
       texts ??= copyTexts(batch, keyHead);
       input.jsonAfterType = afterTypeJson(texts, e, e.fieldsJson);
     }
@@ -133,33 +135,37 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
   return { inputs, dropped };
 }
 
+/** Whether one of the hops is the receiver: a copy into it would close a cycle (protocol §13.4). */
+function passedThrough(hops: readonly CopyHop[], receiver: { projectId: string | null; path: string }): boolean {
+  for (const hop of hops) if (hop.path === receiver.path && hop.projectId === receiver.projectId) return true;
+  return false;
+}
+
 /** The parts of a batch's copy texts that all its copies share, serialised once per batch. */
 interface CopyTexts {
   /** `,"idempotencyKey":"…` up to the key's offset. */
   key: string;
-  /** `,"source":{"copiedFrom":[{…,"offset":` up to the hop's offset. */
-  hopHead: string;
+  /** `]","source":{"copiedFrom":[{…,"offset":`: the key's end and the hop up to its offset. */
+  keyEndHopHead: string;
   /** `,"subscriptionKey":…}]}}`: the hop's last members and the event's end. */
   hopTail: string;
-  /** The last source type and time seen, and their members `,"type":…`, `,"createdAt":…`. */
+  /** The last source type and time seen, and `,"type":…,"createdAt":…` + hopTail for them. */
   type: string;
-  typeJson: string;
   createdAt: string;
-  createdAtJson: string;
+  tail: string;
 }
 
 function copyTexts(batch: CopyBatch, keyHead: string): CopyTexts {
   const j = JSON.stringify;
   return {
     key: `,"idempotencyKey":${j(keyHead).slice(0, -1)}`,
-    hopHead:
-      `,"source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +
+    keyEndHopHead:
+      `]","source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +
       `,"streamCreatedAt":${j(batch.streamCreatedAt)},"offset":`,
     hopTail: `,"subscriptionKey":${j(batch.subscriptionKey)},"cursorChangedAtSourceOffset":${batch.cursorChangedAtSourceOffset}}]}}`,
     type: '',
-    typeJson: '',
     createdAt: '',
-    createdAtJson: '',
+    tail: '',
   };
 }
 
@@ -168,18 +174,18 @@ function copyTexts(batch: CopyBatch, keyHead: string): CopyTexts {
  * metadata as the source stored them, its identity and its one hop, in the order and the spelling
  * `JSON.stringify` gives the event planCopies builds (offsets are safe integers, validateCopyBatch:
  * digits; the key's offset and `]` need no escaping). copy-builder.test.ts compares the two.
+ *
+ * Six parts, the constant ones joined once per batch: each join of two texts is a string of its
+ * own until the whole is flattened to be stored, and this runs for every copy.
  */
 function afterTypeJson(texts: CopyTexts, e: CopyBatchEvent, fieldsJson: string): string {
   // The source's type and time repeat from event to event: serialised when they change.
-  if (texts.type !== e.type || texts.typeJson === '') {
+  if (texts.type !== e.type || texts.createdAt !== e.createdAt || texts.tail === '') {
     texts.type = e.type;
-    texts.typeJson = `,"type":${JSON.stringify(e.type)}`;
-  }
-  if (texts.createdAt !== e.createdAt || texts.createdAtJson === '') {
     texts.createdAt = e.createdAt;
-    texts.createdAtJson = `,"createdAt":${JSON.stringify(e.createdAt)}`;
+    texts.tail = `,"type":${JSON.stringify(e.type)},"createdAt":${JSON.stringify(e.createdAt)}${texts.hopTail}`;
   }
-  return `${fieldsJson}${texts.key}${e.offset}]"${texts.hopHead}${e.offset}${texts.typeJson}${texts.createdAtJson}${texts.hopTail}`;
+  return `${fieldsJson}${texts.key}${e.offset}${texts.keyEndHopHead}${e.offset}${texts.tail}`;
 }
 
 function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {

@@ -17,7 +17,7 @@ import {
 } from '@rivulet/contract';
 import type { AppendInput, Authority } from './append-input.js';
 import { canonicalJson } from './canonical-json.js';
-import { reduce } from './reduce.js';
+import { StateFold } from './reduce.js';
 import { utf8Length } from './sizes.js';
 
 export interface DecideEnv {
@@ -100,13 +100,37 @@ export function buildEvent(path: string, offset: number, createdAt: string, inpu
 
 const where = (index: number) => `events[${index}]`;
 
+/**
+ * The members of a decision's texts that repeat from event to event, serialised once: the path and
+ * the time are the decision's, the type is the last one asked (a copy batch repeats its source's).
+ */
+interface HeadTexts {
+  /** `{"path":…,"offset":` */
+  path: string;
+  /** `,"createdAt":…,"type":` */
+  createdAt: string;
+  type: string;
+  /** `createdAt` and the JSON of `type` */
+  createdAtType: string;
+}
+
+function headTexts(env: DecideEnv): HeadTexts {
+  return { path: `{"path":${JSON.stringify(env.path)},"offset":`, createdAt: `,"createdAt":${JSON.stringify(env.now)},"type":`, type: '', createdAtType: '' };
+}
+
 /** The event at `offset` for an input, its JSON text and size; PAYLOAD_TOO_LARGE past the event limit. */
-function freshEvent(env: DecideEnv, offset: number, input: AppendInput): FreshEvent {
+function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: HeadTexts): FreshEvent {
   const event = buildEvent(env.path, offset, env.now, input);
-  const json =
-    input.jsonAfterType === undefined
-      ? JSON.stringify(event)
-      : `{"path":${JSON.stringify(env.path)},"offset":${offset},"createdAt":${JSON.stringify(env.now)},"type":${JSON.stringify(input.type)}${input.jsonAfterType}`;
+  let json: string;
+  if (input.jsonAfterType === undefined) json = JSON.stringify(event);
+  else {
+    const h = heads ?? headTexts(env);
+    if (h.type !== input.type || h.createdAtType === '') {
+      h.type = input.type;
+      h.createdAtType = `${h.createdAt}${JSON.stringify(input.type)}`;
+    }
+    json = `${h.path}${offset}${h.createdAtType}${input.jsonAfterType}`;
+  }
   const bytes = utf8Length(json);
   if (bytes > env.maxEventBytes) {
     throw new RivuletError('PAYLOAD_TOO_LARGE', `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`, {
@@ -124,18 +148,21 @@ function refusedWhilePaused(input: AppendInput, authority: Authority): boolean {
 }
 
 export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): AppendDecision {
-  let state = env.state;
+  // The states of the steps are seen by nobody but the next one: folded in place (reduce.ts StateFold).
+  const fold = new StateFold(env.state);
   let head = env.head;
   const fresh: FreshEvent[] = [];
   const results: CommittedEvent[] = [];
   // Keys committed earlier in this batch; made only when a batch has more than one keyed input.
   let inBatch: Map<string, CommittedEvent> | undefined;
+  // Made at the first input that brings its own text after the type (a copy).
+  let heads: HeadTexts | undefined;
 
-  if (state === null) {
+  if (fold.state === null) {
     const streamId = env.newStreamId();
     const created = freshEvent(env, head + 1, { type: EventType.created, payload: { projectId: env.projectId, path: env.path, streamId } });
     head = created.event.offset;
-    state = reduce(state, created.event);
+    fold.add(created.event);
     fresh.push(created);
   }
 
@@ -168,7 +195,7 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
         continue;
       }
     }
-    const current = state;
+    const current = fold.state!;
     if (current.paused && refusedWhilePaused(input, env.authority)) {
       const reason = current.pauseReason ? ` (${current.pauseReason})` : '';
       throw new RivuletError(
@@ -185,16 +212,17 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
         { expected: input.offset, actual: head + 1 },
       );
     }
-    const f = freshEvent(env, head + 1, input);
+    if (input.jsonAfterType !== undefined) heads ??= headTexts(env);
+    const f = freshEvent(env, head + 1, input, heads);
     const event = f.event;
     head = event.offset;
-    if (!event.ephemeral) state = reduce(state, event);
+    fold.add(event);
     fresh.push(f);
     if (event.idempotencyKey !== undefined && index + 1 < inputs.length) (inBatch ??= new Map()).set(event.idempotencyKey, event);
     results.push(event);
   }
 
-  const finalState = state;
+  const finalState = fold.state!;
   if (fresh.length === 0) return { results, fresh, state: finalState, stateJson: null, stateBytes: env.stateBytes, head };
   // The common append changes only the counters: its size follows from their digits, and the state
   // text need not be serialised at all. Anything else is serialised and measured (protocol §4.6).
