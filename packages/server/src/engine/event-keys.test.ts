@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { testStorages } from '../../test/helpers/test-storages.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { MOVE_AFTER_KEYS, MOVE_AFTER_ROWS, MOVE_KEYS } from './event-keys.js';
-import { EventRows, type EventRowInput } from './event-rows.js';
+import { EventRows, ROWS_PER_INSERT, type EventRowInput } from './event-rows.js';
 import { openSchema } from './schema.js';
 
 const cleanups: Array<() => void> = [];
@@ -119,6 +119,27 @@ for (const adapter of adapters) {
           ['c', { offset: 4, key: 'c' }],
         ]),
       );
+    });
+
+    it(`a batch goes in ${ROWS_PER_INSERT} rows to a statement: batches of one statement, one row past it and several are stored row for row`, async () => {
+      const { storage, rows } = await open();
+      let next = 1;
+      for (const size of [2, ROWS_PER_INSERT, ROWS_PER_INSERT + 1, 2 * ROWS_PER_INSERT + 3]) {
+        const batch = Array.from({ length: size }, (_, i) =>
+          row(next + i, i % 3 === 1 ? undefined : `k${next + i}`, { type: `t${i}`, ephemeral: i % 5 === 4, createdMs: next + i }),
+        );
+        expect(rows.insertIfNewKeys(1, batch)).toBe(true);
+        const stored = storage.exec<{ ofs: number; type: string; ephemeral: number; idem: string | null; created_ms: number; body: string }>(
+          `SELECT ofs, type, ephemeral, idem, created_ms, body FROM events WHERE sid = 1 AND ofs >= ? ORDER BY ofs`,
+          next,
+        );
+        expect(stored).toEqual(
+          batch.map((r) => ({ ofs: r.offset, type: r.type, ephemeral: r.ephemeral ? 1 : 0, idem: r.idempotencyKey ?? null, created_ms: r.createdMs, body: r.json })),
+        );
+        const keys = batch.filter((r) => r.idempotencyKey !== undefined).map((r) => ({ idem: r.idempotencyKey!, ofs: r.offset }));
+        expect(storage.exec(`SELECT idem, ofs FROM event_keys WHERE sid = 1 AND ofs >= ? ORDER BY ofs`, next)).toEqual(keys);
+        next += size;
+      }
     });
 
     it('a batch whose keys repeat one another, or meet a stale entry, is refused whole; written one by one, a stale entry is taken over', async () => {

@@ -193,6 +193,12 @@ export class EventKeys {
     if (top < this.watermark) this.watermark = top;
   }
 
+  /** `count` rows were written whose keys, if any, are claimed: queues a move when one is due. */
+  writtenClaimed(count: number): void {
+    this.rowsSinceMove += count;
+    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
+  }
+
   private remember(sid: number, key: string, offset: number): void {
     let mine = this.recent.get(sid);
     if (mine === undefined) this.recent.set(sid, (mine = new Map()));
