@@ -13,6 +13,9 @@
  * collections promoted to the old generation during the drain and the GC pauses in all (the
  * drain's CPU per copy depends on them; bench/README "Copy batches of 500").
  *
+ * NODE_ARGS_<NAME>="--flag ..." runs that build's server with those Node options (V8 heap flags,
+ * say), so one build can be set against itself with and without them.
+ *
  * Each CLI from `node bench/peers/build-commit.mjs COMMIT`, or packages/cli/bin/rivulet.js.
  */
 import { readFileSync } from 'node:fs';
@@ -36,15 +39,18 @@ const traceGc = process.env.GC === '1';
 function gcTotals(lines) {
   let promoted = 0;
   let pauseMs = 0;
+  let scavenges = 0;
   for (const line of lines) {
+    if (/ gc=s /.test(line)) scavenges++;
     promoted += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0);
     pauseMs += Number(/ pause=([\d.]+)/.exec(line)?.[1] ?? 0);
   }
-  return { promotedMb: promoted / 1e6, pauseMs };
+  return { promotedMb: promoted / 1e6, pauseMs, scavenges };
 }
 
 async function drain(name, cli) {
-  const server = await startServer([...(traceGc ? ['--trace-gc-nvp'] : []), cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
+  const nodeArgs = (process.env[`NODE_ARGS_${name}`] ?? '').split(' ').filter(Boolean);
+  const server = await startServer([...nodeArgs, ...(traceGc ? ['--trace-gc-nvp'] : []), cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
   let gcLines = [];
   if (traceGc) server.child.stdout.on('data', (chunk) => gcLines.push(...chunk.split('\n').filter((l) => l.includes(' gc='))));
   try {
@@ -69,7 +75,7 @@ for (let round = 0; round < Number(roundsArg); round++) {
   for (const [name, cli] of round % 2 ? [...builds].reverse() : builds) {
     const r = await drain(name, cli);
     results[name].push(r);
-    const gc = r.gc ? `; GC promoted ${r.gc.promotedMb.toFixed(1)} MB, paused ${Math.round(r.gc.pauseMs)} ms` : '';
+    const gc = r.gc ? `; GC promoted ${r.gc.promotedMb.toFixed(1)} MB, paused ${Math.round(r.gc.pauseMs)} ms, ${r.gc.scavenges} scavenges` : '';
     console.log(`${round + 1} ${name.padEnd(14)} ${r.cpuUs.toFixed(1)} µs CPU/copy ${Math.round(r.perSec)} copies/s${gc}`);
   }
 }
