@@ -36,7 +36,7 @@ export class StreamActor {
   /** The core state at `committedHead` (the in-memory state may already be ahead of it). */
   private publishedState: CoreState | null = null;
   // Created on first use, like controlRules and expressionBudget: most loaded streams are quiet
-  // (bench/README.md, bench/peers "memory at 10,000 streams").
+  // (docs/performance.md "Per-stream state made on first use").
   private listeners: Set<LiveListener> | undefined;
   /** Keys of the live connections on this stream; subscription keys may not collide with them. */
   readonly connectionKeys = new Set<string>();

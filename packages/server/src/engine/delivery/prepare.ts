@@ -187,8 +187,8 @@ export class DeliveryPreparer {
   /**
    * The next copy batch, read while the receiving stream commits and syncs this one: on the next
    * timer tick (after pending I/O), so that the receiving stream's group commit, scheduled by the
-   * call, runs first and the read overlaps its sync instead of delaying it (bench/README "copy
-   * drain (copy group)").
+   * call, runs first and the read overlaps its sync instead of delaying it (docs/performance.md
+   * "The next copy batch is read during the sync").
    */
   copyAhead(key: string, entry: OutboundEntry, flight: Flight, cursor: number): Promise<Prepared | undefined> {
     return new Promise((resolve) => {
