@@ -101,12 +101,13 @@ async function openSocket(base: string, connectOptions: ConnectOptions): Promise
     };
     const unexpected = (_req: unknown, response: { statusCode?: number; on?: (e: string, cb: (c: Buffer) => void) => void }) => {
       // `ws` reports a refused upgrade with the server's answer; read its JSON error.
-      let body = '';
-      response.on?.('data', (chunk) => (body += chunk.toString()));
+      // Chunks joined before decoding: a character split between two of them stays whole.
+      const chunks: Buffer[] = [];
+      response.on?.('data', (chunk) => chunks.push(chunk));
       response.on?.('end', () => {
         cleanup();
         try {
-          const e = (JSON.parse(body) as { error: { code: string; message: string; details?: unknown } }).error;
+          const e = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error: { code: string; message: string; details?: unknown } }).error;
           reject(new RivuletError(e.code as never, e.message, e.details));
         } catch {
           reject(new RivuletError('UNAVAILABLE', `the RPC upgrade was refused with status ${response.statusCode ?? '?'}`));
