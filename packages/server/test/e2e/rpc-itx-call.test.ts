@@ -28,7 +28,7 @@ import {
   sampleOf,
   scrape,
 } from '../helpers/subscriptions.js';
-import { MAX_BATCH_BYTES, sizedJobs, storedLength } from '../helpers/batch-bytes.js';
+import { MAX_BATCH_BYTES, sizedJobs, storedBytes } from '../helpers/batch-bytes.js';
 import { errorsOn, flat, itxCall, offsets } from '../helpers/itx-call.js';
 import { assertSdkBuilt, killAllWorkers, offsetsOf, spawnWorker } from '../fixtures/worker-process.js';
 
@@ -137,33 +137,41 @@ describe('with small retry knobs', () => {
   });
 
   /**
-   * A backlog of jobs whose stored texts are `lengths` long (helpers/batch-bytes.ts), checked on the
+   * A backlog of jobs whose stored texts are `lengths` UTF-8 bytes long (helpers/batch-bytes.ts; `wide`: padded with 2-byte characters), checked on the
    * events as read back, delivered from the beginning to a worker: answers the jobs and the offsets
    * of each batch the worker received.
    */
-  async function workerBatchesOf(src: string, name: string, lengths: number[]): Promise<{ jobs: CommittedEvent[]; batches: number[][] }> {
+  async function workerBatchesOf(src: string, name: string, lengths: number[], wide = false): Promise<{ jobs: CommittedEvent[]; batches: number[][] }> {
     const worker = await spawnWorker(server.url, { name });
-    const jobs = await api.append(src, sizedJobs(src, 2, lengths));
+    const jobs = await api.append(src, sizedJobs(src, 2, lengths, wide));
     const stored = (await allEvents(api, src)).filter((e) => e.type === 'job');
-    expect(stored.map(storedLength)).toEqual(lengths);
+    expect(stored.map(storedBytes)).toEqual(lengths);
     const [cfg] = await api.append(src, itxCall('bytes', name, { start: 'beginning' }));
     expect((await caughtUp(api, src, 'bytes', 15_000)).acknowledgedOffset).toBe(cfg!.offset);
     // The worker got the events as stored, every one once (compared by offset and length: a diff of
     // megabytes says nothing).
     const got = worker.calls.flatMap((call) => call.batch.events);
-    expect(got.map((e) => [e.offset, storedLength(e)])).toEqual(stored.map((e) => [e.offset, storedLength(e)]));
+    expect(got.map((e) => [e.offset, storedBytes(e)])).toEqual(stored.map((e) => [e.offset, storedBytes(e)]));
     return { jobs, batches: offsetsOf(worker.calls) };
   }
 
-  it('a batch holds 1 MiB of stored event text: four events of exactly 1,048,576 characters reach the worker in one batch, the next event in the next (protocol §12.3)', async () => {
+  it('a batch holds 1 MiB of stored event JSON: four events of exactly 1,048,576 bytes reach the worker in one batch, the next event in the next (protocol §12.3)', async () => {
     const quarter = MAX_BATCH_BYTES / 4;
     const { jobs, batches } = await workerBatchesOf('/s32/bytes-at', 'bytes-at-worker', [quarter, quarter, quarter, quarter, 1000]);
     expect(batches).toEqual([offsets(jobs.slice(0, 4)), [jobs[4]!.offset]]);
   });
 
-  it('one character past 1 MiB: the event that would take a batch over it opens the next batch the worker receives (protocol §12.3)', async () => {
+  it('one byte past 1 MiB: the event that would take a batch over it opens the next batch the worker receives (protocol §12.3)', async () => {
     const quarter = MAX_BATCH_BYTES / 4;
     const { jobs, batches } = await workerBatchesOf('/s32/bytes-past', 'bytes-past-worker', [quarter, quarter, quarter, quarter + 1, 1000]);
+    expect(batches).toEqual([offsets(jobs.slice(0, 3)), offsets(jobs.slice(3))]);
+  });
+
+  it('the bound is in UTF-8 bytes, not characters: events of 2-byte characters split at 1 MiB of bytes, where their characters come to about half of it (protocol §12.3)', async () => {
+    const quarter = MAX_BATCH_BYTES / 4;
+    const { jobs, batches } = await workerBatchesOf('/s32/bytes-wide', 'bytes-wide-worker', [quarter, quarter, quarter, quarter + 1, 1000], true);
+    const characters = (await allEvents(api, '/s32/bytes-wide')).filter((e) => e.type === 'job').reduce((n, e) => n + JSON.stringify(e).length, 0);
+    expect(characters).toBeLessThan(MAX_BATCH_BYTES * 0.6);
     expect(batches).toEqual([offsets(jobs.slice(0, 3)), offsets(jobs.slice(3))]);
   });
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommittedEvent, DeliveryAttempt } from '@rivulet/contract';
 import { expectError, queryString, streamRoute, type Api } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { MAX_BATCH_BYTES, sizedJobs, storedLength } from '../helpers/batch-bytes.js';
+import { MAX_BATCH_BYTES, sizedJobs, storedBytes } from '../helpers/batch-bytes.js';
 import {
   EventType,
   allEvents,
@@ -319,14 +319,14 @@ describe('a copy honours its filter and records an exact hop', () => {
   });
 
   /**
-   * A backlog of jobs whose stored texts are `lengths` long (helpers/batch-bytes.ts), checked on the
+   * A backlog of jobs whose stored texts are `lengths` UTF-8 bytes long (helpers/batch-bytes.ts; `wide`: padded with 2-byte characters), checked on the
    * events as read back, copied from the beginning: answers the jobs and the [from, to] offsets of
    * each copy batch, oldest first.
    */
-  async function copyBatchesOf(src: string, recv: string, lengths: number[]): Promise<{ jobs: CommittedEvent[]; batches: [number, number][] }> {
-    const jobs = await api.append(src, sizedJobs(src, 2, lengths));
+  async function copyBatchesOf(src: string, recv: string, lengths: number[], wide = false): Promise<{ jobs: CommittedEvent[]; batches: [number, number][] }> {
+    const jobs = await api.append(src, sizedJobs(src, 2, lengths, wide));
     const stored = (await allEvents(api, src)).filter((e) => e.type === 'job');
-    expect(stored.map(storedLength)).toEqual(lengths);
+    expect(stored.map(storedBytes)).toEqual(lengths);
     await subscribe(api, recv, { sourceStreamPath: src, subscriptionKey: 'bytes', filter: { eventTypes: ['job'] }, delivery: { start: 'beginning' } });
     await caughtUp(api, src, 'bytes', 15_000);
     const res = await api.request<{ attempts: DeliveryAttempt[] }>('GET', `${streamRoute(src, 'deliveryAttempts')}${queryString({ subscriptionKey: 'bytes' })}`);
@@ -337,7 +337,7 @@ describe('a copy honours its filter and records an exact hop', () => {
     return { jobs, batches: attempts.map((a) => [a.fromOffset, a.toOffset]) };
   }
 
-  it('a copy batch holds 1 MiB of stored event text: four events of exactly 1,048,576 characters go in one batch, the next event opens the next (protocol §12.3)', async () => {
+  it('a copy batch holds 1 MiB of stored event JSON: four events of exactly 1,048,576 bytes go in one batch, the next event opens the next (protocol §12.3)', async () => {
     const quarter = MAX_BATCH_BYTES / 4;
     const { jobs, batches } = await copyBatchesOf('/s20/bytes-at-src', '/s20/bytes-at-recv', [quarter, quarter, quarter, quarter, 1000]);
     expect(batches).toEqual([
@@ -346,9 +346,20 @@ describe('a copy honours its filter and records an exact hop', () => {
     ]);
   });
 
-  it('one character past 1 MiB: the event that would take a copy batch over it opens the next batch (protocol §12.3)', async () => {
+  it('one byte past 1 MiB: the event that would take a copy batch over it opens the next batch (protocol §12.3)', async () => {
     const quarter = MAX_BATCH_BYTES / 4;
     const { jobs, batches } = await copyBatchesOf('/s20/bytes-past-src', '/s20/bytes-past-recv', [quarter, quarter, quarter, quarter + 1, 1000]);
+    expect(batches).toEqual([
+      [jobs[0]!.offset, jobs[2]!.offset],
+      [jobs[3]!.offset, jobs[4]!.offset],
+    ]);
+  });
+
+  it('the bound is in UTF-8 bytes, not characters: events of 2-byte characters split at 1 MiB of bytes, where their characters come to about half of it (protocol §12.3)', async () => {
+    const quarter = MAX_BATCH_BYTES / 4;
+    const { jobs, batches } = await copyBatchesOf('/s20/bytes-wide-src', '/s20/bytes-wide-recv', [quarter, quarter, quarter, quarter + 1, 1000], true);
+    const characters = (await allEvents(api, '/s20/bytes-wide-src')).filter((e) => e.type === 'job').reduce((n, e) => n + JSON.stringify(e).length, 0);
+    expect(characters).toBeLessThan(MAX_BATCH_BYTES * 0.6);
     expect(batches).toEqual([
       [jobs[0]!.offset, jobs[2]!.offset],
       [jobs[3]!.offset, jobs[4]!.offset],

@@ -10,11 +10,13 @@ import { conditionMatches, excludedFromCopy, typeMatches } from '../../core/filt
 import type { ExpressionBudget } from '../../core/expression-budget.js';
 import { JsonataError } from '../../core/jsonata.js';
 import type { SubscriptionRow } from '../../core/repair.js';
+import { utf8Length } from '../../core/sizes.js';
 import type { StreamActor } from '../actor.js';
 import { rememberJson } from '../event-json.js';
 
 export interface CollectLimits {
   maxEvents: number;
+  /** UTF-8 bytes of the events' stored JSON at most (the first event always goes). */
   maxBytes: number;
   /** Rows read per round at most. */
   scanRows: number;
@@ -111,11 +113,13 @@ export async function collectBatch(
       if (judged === 'match' && withCondition) judged = await judgeCondition(entry, event, actor.expressionBudget);
       if (typeof judged === 'object') return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: judged.error };
       if (judged === 'match') {
-        if (events.length > 0 && bytes + row.json.length > limits.maxBytes) {
+        // UTF-8 bytes, as every size limit counts (protocol §1.1, §12.3).
+        const size = utf8Length(row.json);
+        if (events.length > 0 && bytes + size > limits.maxBytes) {
           return { kind: 'events', events, bytes, scannedTo };
         }
         events.push(event);
-        bytes += row.json.length;
+        bytes += size;
       }
       scannedTo = event.offset;
       if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };
