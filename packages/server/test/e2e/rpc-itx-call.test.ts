@@ -133,6 +133,7 @@ describe('with small retry knobs', () => {
     const [cfg] = await api.append(src, itxCall('big', 'batch-worker', { start: 'beginning' }));
     // Caught up past the configure event, which the filter leaves out.
     expect((await caughtUp(api, src, 'big', 15_000)).acknowledgedOffset).toBe(cfg!.offset);
+    await worker.waitForEvents(jobs.length);
     expect(offsetsOf(worker.calls)).toEqual([offsets(jobs.slice(0, 1000)), [jobs[1000]!.offset]]);
   });
 
@@ -148,6 +149,7 @@ describe('with small retry knobs', () => {
     expect(stored.map(storedBytes)).toEqual(lengths);
     const [cfg] = await api.append(src, itxCall('bytes', name, { start: 'beginning' }));
     expect((await caughtUp(api, src, 'bytes', 15_000)).acknowledgedOffset).toBe(cfg!.offset);
+    await worker.waitForEvents(lengths.length, 15_000);
     // The worker got the events as stored, every one once (compared by offset and length: a diff of
     // megabytes says nothing).
     const got = worker.calls.flatMap((call) => call.batch.events);
