@@ -107,15 +107,13 @@ const where = (index: number) => `events[${index}]`;
 interface HeadTexts {
   /** `{"path":…,"offset":` */
   path: string;
-  /** `,"createdAt":…,"type":` */
-  createdAt: string;
+  /** The last type asked, and `,"createdAt":…,"type":…` for it. */
   type: string;
-  /** `createdAt` and the JSON of `type` */
   createdAtType: string;
 }
 
 function headTexts(env: DecideEnv): HeadTexts {
-  return { path: `{"path":${JSON.stringify(env.path)},"offset":`, createdAt: `,"createdAt":${JSON.stringify(env.now)},"type":`, type: '', createdAtType: '' };
+  return { path: `{"path":${JSON.stringify(env.path)},"offset":`, type: '', createdAtType: '' };
 }
 
 /** The event at `offset` for an input, its JSON text and size; PAYLOAD_TOO_LARGE past the event limit. */
@@ -127,7 +125,7 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
     const h = heads ?? headTexts(env);
     if (h.type !== input.type || h.createdAtType === '') {
       h.type = input.type;
-      h.createdAtType = `${h.createdAt}${JSON.stringify(input.type)}`;
+      h.createdAtType = `,"createdAt":${JSON.stringify(env.now)},"type":${JSON.stringify(input.type)}`;
     }
     json = `${h.path}${offset}${h.createdAtType}${input.jsonAfterType}`;
   }

@@ -103,19 +103,19 @@ export class StateFold {
   constructor(public state: CoreState | null) {}
 
   add(event: CommittedEvent): void {
-    const state = this.state;
     if (event.ephemeral) return;
+    const state = this.state;
+    const hops = event.source?.copiedFrom;
+    const hop = hops !== undefined && hops.length > 0 ? hops[hops.length - 1]! : undefined;
     if (state !== null && state === this.own) {
-      const hops = event.source?.copiedFrom;
-      if (hops === undefined || hops.length === 0) {
+      if (hop === undefined) {
         if (!FOLDED_TYPES.has(event.type)) {
           state.eventCount++;
           state.maxOffset = event.offset;
           return;
         }
       } else {
-        const hop = hops[hops.length - 1]!;
-        const record = state.subscriptions.inbound.bySourcePath[hop.path]?.[hop.subscriptionKey];
+        const record = inboundRecord(state, hop);
         if (record !== undefined && record === this.ownRecord && compareStamps(hop, record) === 0 && sameLifetime(hop, record)) {
           state.eventCount++;
           state.maxOffset = event.offset;
@@ -126,15 +126,17 @@ export class StateFold {
       }
     }
     const next = reduce(state, event);
-    const hops = event.source?.copiedFrom;
-    const hop = hops !== undefined && hops.length > 0 ? hops[hops.length - 1]! : undefined;
-    const record = hop === undefined ? undefined : next.subscriptions.inbound.bySourcePath[hop.path]?.[hop.subscriptionKey];
     // A record is this step's own only when reduce made it (it is not the one the state had).
-    const before = hop === undefined || state === null ? undefined : state.subscriptions.inbound.bySourcePath[hop.path]?.[hop.subscriptionKey];
-    this.ownRecord = record !== before ? record : undefined;
+    const record = hop === undefined ? undefined : inboundRecord(next, hop);
+    this.ownRecord = record !== undefined && (state === null || record !== inboundRecord(state, hop!)) ? record : undefined;
     this.own = next;
     this.state = next;
   }
+}
+
+/** The inbound record a copy's last hop names in `state`, if there is one. */
+function inboundRecord(state: CoreState, hop: CopyHop): InboundRecord | undefined {
+  return state.subscriptions.inbound.bySourcePath[hop.path]?.[hop.subscriptionKey];
 }
 
 /** The state with one more durable event folded at `offset`. */

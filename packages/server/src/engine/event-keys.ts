@@ -113,9 +113,8 @@ export class EventKeys {
    * before); queues a move when one is due.
    */
   written(sid: number, key: string | undefined, offset: number): void {
-    this.rowsSinceMove++;
     if (key !== undefined) this.remember(sid, key, offset);
-    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
+    this.writtenClaimed(1);
   }
 
   /**

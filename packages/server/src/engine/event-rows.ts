@@ -97,8 +97,6 @@ function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string
   return { sql, params };
 }
 
-const INSERT_EVENT = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-
 /**
  * Rows per INSERT when a batch's rows go in together: 14 rows of 7 values stay under the 100
  * parameters a Durable Object statement binds. One statement per 14 rows instead of one per row
@@ -202,7 +200,7 @@ export class EventRows {
   }
 
   private write(sid: number, row: EventRowInput, claimed: boolean): void {
-    this.storage.run(INSERT_EVENT, sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
+    this.storage.run(insertOf(1), sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
     this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
 
