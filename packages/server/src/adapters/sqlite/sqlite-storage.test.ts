@@ -289,3 +289,28 @@ describe('SqliteStorage: the durable sync off the event loop', () => {
     });
   });
 });
+
+describe('SqliteStorage: savepoint journals in memory', () => {
+  it('keeps the statement journal in memory (temp_store = MEMORY) and a group member that rewrote many pages still undoes alone', async () => {
+    const { s, release } = open();
+    expect(s.exec<{ temp_store: number }>('PRAGMA temp_store')).toEqual([{ temp_store: 2 }]);
+    // 400 rows of 2000 bytes: ~200 pages, past SQLite's 64 KiB before a journal spills to a file.
+    s.transaction(() => {
+      for (let i = 0; i < 400; i++) s.run(`INSERT INTO t (v) VALUES (?)`, `${i}:`.padEnd(2000, 'a'));
+    });
+    await turn();
+    release();
+    // One group: the first member's write stays; the second rewrites every row in its savepoint and fails.
+    s.transaction(() => s.run(`INSERT INTO t (v) VALUES ('kept')`));
+    const failing = () =>
+      s.transaction(() => {
+        s.run(`UPDATE t SET v = replace(v, 'a', 'b')`);
+        throw new Error('member fails');
+      });
+    expect(failing).toThrow('member fails');
+    await turn();
+    release();
+    expect(s.exec<{ n: number }>(`SELECT count(*) AS n FROM t WHERE v LIKE '%b%'`)).toEqual([{ n: 0 }]);
+    expect(s.exec<{ n: number }>(`SELECT count(*) AS n FROM t`)).toEqual([{ n: 401 }]);
+  });
+});

@@ -35,6 +35,7 @@ import { RivuletError } from '@rivulet/contract';
 import Database from 'better-sqlite3';
 import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
 import { DurableSync, type PendingGroup } from './durable-sync.js';
+import { tuneConnection } from './connection-settings.js';
 import { deferred, type Deferred } from './deferred.js';
 import { WalFile, type WalSyncFunctions } from './wal-file.js';
 
@@ -128,15 +129,7 @@ export class SqliteStorage implements SqlStorage {
       failed: (error) => this.failed(error),
     });
     try {
-      if (options.exclusive) this.db.pragma('locking_mode = EXCLUSIVE');
-      if (wal) this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${wal ? 'NORMAL' : 'FULL'}`);
-      this.db.pragma('busy_timeout = 5000');
-      // Fewer WAL checkpoints than SQLite's default of every 1000 pages: each one stops the event
-      // loop while it copies pages and syncs (docs/performance.md "WAL checkpoints" weighs 4000
-      // against 16000).
-      this.db.pragma('wal_autocheckpoint = 4000');
-      this.db.pragma('foreign_keys = OFF');
+      tuneConnection(this.db, { exclusive: options.exclusive === true, wal });
     } catch (error) {
       // Refused (another program holds the file, say): the caller gets no storage to close.
       this.db.close();
