@@ -22,8 +22,10 @@ function terminal(isTTY: boolean) {
   const stream = new PassThrough() as PassThrough & { isTTY: boolean; columns: number; cursorTo(): boolean; clearLine(): boolean; moveCursor(): boolean };
   Object.assign(stream, { isTTY, columns: 120, cursorTo: () => true, clearLine: () => true, moveCursor: () => true });
   let text = '';
-  stream.on('data', (chunk: Buffer) => {
-    text += chunk.toString('utf8');
+  // Decoded as a stream: a character whose UTF-8 bytes arrive in two chunks stays whole.
+  stream.setEncoding('utf8');
+  stream.on('data', (s: string) => {
+    text += s;
   });
   return { stream: stream as unknown as NodeJS.WriteStream, drawn: () => text };
 }

@@ -63,14 +63,17 @@ beforeAll(async () => {
   url = await new Promise<string>((resolve, reject) => {
     let output = '';
     const timer = setTimeout(() => reject(new Error(`the installed server did not start:\n${output}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
+    const onData = (s: string) => {
+      output += s;
       const match = /rivulet listening on (http:\/\/\S+)/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);
       }
     };
+    // Decoded as a stream: a character whose UTF-8 bytes a pipe splits between two chunks stays whole.
+    server!.stdout!.setEncoding('utf8');
+    server!.stderr!.setEncoding('utf8');
     server!.stdout!.on('data', onData);
     server!.stderr!.on('data', onData);
     server!.once('exit', (code) => reject(new Error(`the installed server exited (${code}):\n${output}`)));

@@ -34,8 +34,11 @@ export async function runSuite(baseUrl: string, longPollTimeoutMs: number): Prom
       { cwd: HERE, env: { ...process.env, DS_CONFORMANCE_URL: baseUrl, DS_LONG_POLL_TIMEOUT_MS: String(longPollTimeoutMs) }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    // Decoded as a stream: a character whose UTF-8 bytes a pipe splits between two chunks stays whole.
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (s: string) => (output += s));
+    child.stderr.on('data', (s: string) => (output += s));
     await new Promise<void>((resolve) => child.once('exit', () => resolve()));
     let parsed: JsonReport;
     try {

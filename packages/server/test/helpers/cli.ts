@@ -61,14 +61,17 @@ async function spawnListening(argv: readonly string[], timeoutMs: number): Promi
       child.kill('SIGKILL');
       reject(new Error(`${argv.join(' ')} did not print "rivulet listening on" within ${timeoutMs} ms; output:\n${output}`));
     }, timeoutMs);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
+    const onData = (s: string) => {
+      output += s;
       const match = /rivulet listening on (http:\/\/\S+)/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);
       }
     };
+    // Decoded as a stream: a character whose UTF-8 bytes a pipe splits between two chunks stays whole.
+    child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('error', (error) => {

@@ -111,8 +111,10 @@ export async function workerOptions(
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       const lines = (stream: Readable, sink: (line: string) => void) => {
         let rest = '';
-        stream.on('data', (chunk: Buffer) => {
-          rest += chunk.toString('utf8');
+        // Decoded as a stream: a character whose UTF-8 bytes a pipe splits between two chunks stays whole.
+        stream.setEncoding('utf8');
+        stream.on('data', (s: string) => {
+          rest += s;
           const parts = rest.split('\n');
           rest = parts.pop() ?? '';
           for (const line of parts) sink(line);
