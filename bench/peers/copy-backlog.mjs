@@ -7,11 +7,20 @@ import { performance } from 'node:perf_hooks';
 import { call } from '../lib/report.mjs';
 import { eventBody } from './load.mjs';
 
-/** Appends `count` benchmark events to /bench/src on the server at `url`, 1000 per request. */
-export async function preloadBacklog(url, count) {
+/**
+ * Appends `count` benchmark events to /bench/src on the server at `url`, 1000 per request. With
+ * `pad` the events carry a second text member of that many characters (larger events than run.mjs
+ * measures, for what a batch's size does to the drain).
+ */
+export async function preloadBacklog(url, count, pad = 0) {
+  const extra = pad > 0 ? `,"pad":"${'x'.repeat(pad)}"}` : '';
+  const event = (seq) => {
+    const text = eventBody(0, seq, false).toString();
+    return extra === '' ? text : `${text.slice(0, -2)}${extra}}`;
+  };
   for (let done = 0; done < count; ) {
     const n = Math.min(1000, count - done);
-    const body = `[${Array.from({ length: n }, (_, i) => eventBody(0, done + i, false).toString()).join(',')}]`;
+    const body = `[${Array.from({ length: n }, (_, i) => event(done + i)).join(',')}]`;
     const response = await fetch(`${url}/v1/streams/bench/src`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     if (!response.ok) throw new Error(`preload answered ${response.status}`);
     await response.arrayBuffer();

@@ -13,6 +13,9 @@
  * collections promoted to the old generation during the drain and the GC pauses in all (the
  * drain's CPU per copy depends on them; bench/README "Copy batches of 500").
  *
+ * PAD=N gives each event a second text member of N characters (the default events are ~200 bytes
+ * stored).
+ *
  * NODE_ARGS_<NAME>="--flag ..." runs that build's server with those Node options (V8 heap flags,
  * say), so one build can be set against itself with and without them.
  *
@@ -31,6 +34,7 @@ if (!Number(roundsArg) || builds.length === 0 || builds.some((b) => b.length !==
   process.exit(2);
 }
 const count = Number(process.env.COUNT ?? 200_000);
+const pad = Number(process.env.PAD ?? 0);
 const fresh = tempFolders('rivulet-copy-drain-ab-');
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
 const traceGc = process.env.GC === '1';
@@ -54,7 +58,7 @@ async function drain(name, cli) {
   let gcLines = [];
   if (traceGc) server.child.stdout.on('data', (chunk) => gcLines.push(...chunk.split('\n').filter((l) => l.includes(' gc='))));
   try {
-    await preloadBacklog(server.url, count);
+    await preloadBacklog(server.url, count, pad);
     gcLines = [];
     const cpu0 = procCpuMs(server.child.pid);
     const seconds = await drainBacklog(server.url, name);
