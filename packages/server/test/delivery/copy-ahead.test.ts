@@ -30,7 +30,7 @@ async function appendMany(count: number, payload: (i: number) => JsonObject): Pr
 const copiedNs = () => h.events('/r').filter((e) => e.type === 'app/x').map((e) => (e.payload as { n: number }).n);
 
 describe('a copy drain of several batches, each read while the one before syncs', () => {
-  it('copies every matching event once, in order, across several batches of 500', async () => {
+  it('copies every matching event once, in order, across several batches (COPY_BATCH_EVENTS each)', async () => {
     h = await createHarness();
     await appendMany(3500, (n) => ({ n }));
     await h.configure('/a', copyWhere('payload.n % 3 != 1'));
@@ -42,7 +42,7 @@ describe('a copy drain of several batches, each read while the one before syncs'
 
   it('a condition that throws in a later batch: the batches before it copy once, then it fails in order', async () => {
     h = await createHarness({ config: { maxDeliveryAttempts: 2 } });
-    // n 2600 has no number `s`: the condition throws there, inside the sixth batch.
+    // n 2600 has no number `s`: the condition throws there, inside the third batch.
     await appendMany(3000, (n) => (n === 2600 ? { n, s: 'bad' } : { n, s: String(n + 1) }));
     await h.configure('/a', copyWhere('$number(payload.s) > 0'));
     const halt = await h.halted('/a', 'k', 20_000);

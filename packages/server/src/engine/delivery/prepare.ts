@@ -35,14 +35,14 @@ export interface Prepared {
   call: PreparedCall | undefined;
 }
 
-/** The most events one delivery carries: an itx-call batch (a webhook carries one, a copy batch COPY_BATCH_EVENTS). */
+/** The most events one delivery carries: an itx-call or a copy batch (a webhook carries one). */
 export const MAX_BATCH_EVENTS = 1000;
 /**
- * The most events one copy batch carries (protocol §12.3): fewer than other batches, so that a
- * batch, alive from its read until its sync, dies young in V8's heap (docs/architecture.md
- * "Copy batches of 500").
+ * The most events one copy batch carries (protocol §12.3): as many as an itx-call batch again,
+ * since a copy allocates less; it was 500 for a while (docs/architecture.md "Copy batches and V8's
+ * young generation"). The backlog threshold follows it (written-through.ts BACKLOG_OFFSETS).
  */
-export const COPY_BATCH_EVENTS = 500;
+export const COPY_BATCH_EVENTS = MAX_BATCH_EVENTS;
 const MAX_BATCH_BYTES = 1_048_576;
 
 /** The most events a delivery of this subscription carries when it is not isolating a failure. */
