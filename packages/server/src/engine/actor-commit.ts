@@ -74,6 +74,8 @@ export function writeDecision(
   const repair = decision.state.subscriptions.outbound !== loaded.state?.subscriptions.outbound;
   // The common append (one event, an existing stream, nothing else due) is one INSERT, which
   // undoes itself if it fails: the storage may skip the savepoint of a group member.
+  // (A copy is never one: it changes its inbound record, so its decision saves the state, and its
+  // key's claim is a write of its own, copy-claims.ts.)
   const singleWrite = loaded.sid !== null && decision.fresh.length === 1 && !saveHead && !prune && !repair;
   let written: boolean;
   try {

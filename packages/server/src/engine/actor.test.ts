@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../adapters/memory/memory-storage.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { AppendInput } from '../core/append-input.js';
+import type { CopyBatch } from '../core/copy-builder.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { systemTimer } from '../ports/timer.js';
 import { StreamActor, type ActorDeps } from './actor.js';
@@ -174,6 +175,35 @@ describe('StreamActor over SQLite with group commit', () => {
     expect(offsets(a)).toEqual([1, 2, 3, 4]);
     expect(new StreamActor('p', '/a', deps).coreState).toEqual(a.coreState);
     expect(new StreamActor('p', '/b', deps).coreState).toEqual(b.coreState);
+  });
+
+  it('a lone copy inside a group writes its row and its claim; redelivered, in a group or alone, it is not written again', async () => {
+    const storage = sqlite();
+    const deps = depsFor(storage);
+    const other = new StreamActor('p', '/other', deps);
+    const dst = new StreamActor('p', '/dst', deps);
+    await Promise.all([other.append([x(1)], 'public'), dst.append([x(1)], 'public')]);
+    const batch = (offset: number): CopyBatch => ({
+      projectId: 'p',
+      path: '/src',
+      streamId: 'src-id',
+      streamCreatedAt: '2025-01-01T00:00:00.000Z',
+      cursorChangedAtSourceOffset: 1,
+      subscriptionKey: 'k',
+      receivingStreamPath: '/dst',
+      events: [{ offset, type: 'app/x', createdAt: '2025-01-01T00:00:00.000Z', shaped: { type: 'app/x', payload: { n: offset } } }],
+    });
+    // The other stream's append opens the group: the copy is a later member (one event; its row, its
+    // claim and the receiving stream's state are written in its savepoint).
+    await Promise.all([other.append([x(2)], 'public'), dst.receiveCopies(batch(5))]);
+    expect(storage.epoch).toBe(0);
+    expect(offsets(dst)).toEqual([1, 2, 3]);
+    expect(storage.exec(`SELECT src_first, count, ofs_first FROM copy_claims`)).toEqual([{ src_first: 5, count: 1, ofs_first: 3 }]);
+    await Promise.all([other.append([x(3)], 'public'), dst.receiveCopies(batch(5)), dst.receiveCopies(batch(6))]);
+    await dst.receiveCopies(batch(5));
+    expect(offsets(dst)).toEqual([1, 2, 3, 4]);
+    expect(storage.exec(`SELECT src_first, count, ofs_first FROM copy_claims`)).toEqual([{ src_first: 5, count: 2, ofs_first: 3 }]);
+    expect(new StreamActor('p', '/dst', deps).coreState).toEqual(dst.coreState);
   });
 
   it('the same new key twice in one group: the second append answers the event of the first', async () => {

@@ -7,6 +7,7 @@
  * this class; the SQL of the keys is here.
  */
 import type { SqlStorage } from '../ports/storage.js';
+import { CopyClaims, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
 export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
@@ -67,14 +68,20 @@ export class EventKeys {
   private rowsSinceMove = 0;
   private moveQueued = false;
 
-  constructor(private readonly storage: SqlStorage) {}
+  /** The keys of copies, claimed as ranges (copy-claims.ts). */
+  readonly copies: CopyClaims;
+
+  constructor(private readonly storage: SqlStorage) {
+    this.copies = new CopyClaims(storage);
+  }
 
   /** The offset of the event stored with `key` in stream `sid`, if there is one. */
-  offsetOf(sid: number, key: string): number | undefined {
+  offsetOf(sid: number, key: string, copy: CopyKey | undefined = splitCopyKey(key)): number | undefined {
     const recent = this.recentOffset(sid, key);
     if (recent !== undefined) return recent;
     const moved = this.storage.execRows(MOVED_KEY, sid, key)[0];
-    return moved === undefined ? undefined : (moved[0] as number);
+    if (moved !== undefined) return moved[0] as number;
+    return copy === undefined ? undefined : this.copies.offsetOf(sid, copy);
   }
 
   /** The offset of the event stored with `key` in stream `sid` among the keys since the last move (the map), if there is one. */
@@ -150,7 +157,40 @@ export class EventKeys {
       );
       for (const [key, body] of rows) found.set(key as string, body as string);
     }
+    this.copyBodies(sid, found.size === 0 ? keys : keys.filter((key) => !found.has(key)), found);
     return found;
+  }
+
+  /**
+   * The stored bodies of the copies among `keys` that their claims hold (copy-claims.ts), added to
+   * `found`: the claims of each run around its keys' source offsets, then the rows they name. A
+   * body counts only when it carries the key.
+   */
+  private copyBodies(sid: number, keys: readonly string[], found: Map<string, string>): void {
+    const runs = new Map<string, Array<{ key: string; offset: number }>>();
+    for (const key of keys) {
+      const copy = splitCopyKey(key);
+      if (copy === undefined) continue;
+      let run = runs.get(copy.head);
+      if (run === undefined) runs.set(copy.head, (run = []));
+      run.push({ key, offset: copy.offset });
+    }
+    const byOffset = new Map<number, string>();
+    for (const [head, run] of runs) {
+      let [first, last] = [Infinity, 0];
+      for (const { offset } of run) [first, last] = [Math.min(first, offset), Math.max(last, offset)];
+      const claims = this.copies.near(sid, head, first, last);
+      for (const { key, offset } of run) {
+        const at = offsetIn(claims, offset);
+        if (at !== undefined) byOffset.set(at, key);
+      }
+    }
+    if (byOffset.size === 0) return;
+    const rows = this.storage.execRows(`SELECT ofs, body FROM events WHERE sid = ? AND ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...byOffset.keys()]));
+    for (const [offset, body] of rows) {
+      const key = byOffset.get(offset as number)!;
+      if ((body as string).includes(JSON.stringify(key))) found.set(key, body as string);
+    }
   }
 
   /**
@@ -178,10 +218,11 @@ export class EventKeys {
     this.rowsSinceMove = 0;
   }
 
-  /** Deletes the moved keys of stream `sid`, at most `maxRows` of them when given; answers how many. */
+  /** Deletes the moved keys and the copy claims of stream `sid`, at most `maxRows` of them when given; answers how many. */
   deleteStream(sid: number, maxRows?: number): number {
-    if (maxRows === undefined) return this.storage.run(`DELETE FROM event_keys WHERE sid = ?`, sid);
-    return this.storage.run(`DELETE FROM event_keys WHERE sid = ? AND idem IN (SELECT idem FROM event_keys WHERE sid = ? LIMIT ?)`, sid, sid, maxRows);
+    if (maxRows === undefined) return this.storage.run(`DELETE FROM event_keys WHERE sid = ?`, sid) + this.copies.deleteStream(sid);
+    const removed = this.storage.run(`DELETE FROM event_keys WHERE sid = ? AND idem IN (SELECT idem FROM event_keys WHERE sid = ? LIMIT ?)`, sid, sid, maxRows);
+    return removed < maxRows ? removed + this.copies.deleteStream(sid, maxRows - removed) : removed;
   }
 
   /** After event rows were deleted, in the same transaction (see LOWER_WATERMARK). */

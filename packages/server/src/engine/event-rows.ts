@@ -8,6 +8,7 @@
  */
 import type { CommittedEvent } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import { isCopyKey, splitCopyKey, type CopyRow } from './copy-claims.js';
 import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 
@@ -110,6 +111,11 @@ function insertOf(n: number): string {
   return (insertRows[n] ??= `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
 }
 
+/** What a row's `idem` column holds: its key, except a copy's, which its claim holds (copy-claims.ts). */
+function storedKey(row: EventRowInput): string | null {
+  return isCopyKey(row.idempotencyKey) ? null : (row.idempotencyKey ?? null);
+}
+
 export class EventRows {
   private chunkSource: ChunkSource | undefined;
   /** The idempotency keys of these rows (event-keys.ts). */
@@ -158,11 +164,16 @@ export class EventRows {
   insertIfNewKeys(sid: number, rows: readonly EventRowInput[]): boolean {
     if (rows.length === 1) return this.writeUnlessStored(sid, rows) === undefined;
     let keyed = 0;
+    let copies: CopyRow[] | undefined;
     for (const row of rows) {
       if (row.idempotencyKey === undefined) continue;
       if (this.keys.recentOffset(sid, row.idempotencyKey) !== undefined) return false;
-      keyed++;
+      // A copy's key is claimed with its batch's as a range (copy-claims.ts), not in event_keys.
+      const copy = splitCopyKey(row.idempotencyKey);
+      if (copy !== undefined) (copies ??= []).push({ key: copy, offset: row.offset });
+      else keyed++;
     }
+    if (copies !== undefined && !this.keys.copies.claimIfFree(sid, copies)) return false;
     this.writeClaimed(sid, rows);
     return keyed === 0 || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
   }
@@ -170,11 +181,21 @@ export class EventRows {
   /** Writes the rows in order up to the first whose key is stored, and answers that row (undefined when all were written). */
   private writeUnlessStored(sid: number, rows: readonly EventRowInput[]): EventRowInput | undefined {
     const batch = rows.length > 1;
+    let copies: CopyRow[] | undefined;
     for (const row of rows) {
       const key = row.idempotencyKey;
+      const copy = key === undefined ? undefined : splitCopyKey(key);
+      if (copy !== undefined) {
+        // Looked up one by one (format 6 may have claimed it in event_keys), claimed as ranges below.
+        if (this.keys.offsetOf(sid, key!, copy) !== undefined) return row;
+        (copies ??= []).push({ key: copy, offset: row.offset });
+        this.write(sid, row, true);
+        continue;
+      }
       if (key !== undefined && !(batch ? this.keys.claim(sid, key, row.offset) : this.keys.offsetOf(sid, key) === undefined)) return row;
       this.write(sid, row, batch);
     }
+    if (copies !== undefined) this.keys.copies.claim(sid, copies);
     return undefined;
   }
 
@@ -190,7 +211,7 @@ export class EventRows {
         params[at + 1] = row.offset;
         params[at + 2] = row.type;
         params[at + 3] = row.ephemeral ? 1 : 0;
-        params[at + 4] = row.idempotencyKey ?? null;
+        params[at + 4] = storedKey(row);
         params[at + 5] = row.createdMs;
         params[at + 6] = row.json;
       }
@@ -200,15 +221,18 @@ export class EventRows {
   }
 
   private write(sid: number, row: EventRowInput, claimed: boolean): void {
-    this.storage.run(insertOf(1), sid, row.offset, row.type, row.ephemeral ? 1 : 0, row.idempotencyKey ?? null, row.createdMs, row.json);
+    this.storage.run(insertOf(1), sid, row.offset, row.type, row.ephemeral ? 1 : 0, storedKey(row), row.createdMs, row.json);
     this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
 
   byKey(sid: number, key: string): CommittedEvent | undefined {
     const offset = this.keys.offsetOf(sid, key);
     if (offset === undefined) return undefined;
-    const row = this.storage.execRows(`SELECT body FROM events WHERE sid = ? AND ofs = ?`, sid, offset)[0]!;
-    return JSON.parse(row[0] as string) as CommittedEvent;
+    const row = this.storage.execRows(`SELECT body FROM events WHERE sid = ? AND ofs = ?`, sid, offset)[0];
+    if (row === undefined) return undefined;
+    const event = JSON.parse(row[0] as string) as CommittedEvent;
+    // A copy's claim names its row by offset alone (copy-claims.ts): the row must carry the key.
+    return event.idempotencyKey === key || splitCopyKey(key) === undefined ? event : undefined;
   }
 
   /**

@@ -11,6 +11,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED } from './event-keys.js';
+import { COPY_CLAIMS_TABLE } from './copy-claims.js';
 
 export interface Migration {
   /** The format this step reads; it writes `from + 1`. */
@@ -82,6 +83,17 @@ export const MIGRATIONS: readonly Migration[] = [
         storage.run(`DROP INDEX IF EXISTS events_by_idem`);
       }
       storage.run(`UPDATE streams SET format = 6 WHERE format = 5`);
+    },
+  },
+  {
+    from: 6,
+    // A new table only, which starts empty: the keys of the copies written so far stay in
+    // event_keys, where lookups still find them (copy-claims.ts); copies written from now on are
+    // claimed as ranges.
+    summary: "copies' idempotency keys claimed as ranges in a table of their own (no event is rewritten)",
+    apply(storage) {
+      storage.run(COPY_CLAIMS_TABLE);
+      storage.run(`UPDATE streams SET format = 7 WHERE format = 6`);
     },
   },
 ];

@@ -10,6 +10,7 @@ import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations } from './migration
 import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
+import { COPY_CLAIMS_TABLE } from './copy-claims.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -19,8 +20,10 @@ import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
  * 5: the idempotency index's columns in the other order, (idem, sid) (see the events table below).
  * 6: no idempotency index on the events table; keys move into event_keys in batches (event-keys.ts).
  * A server of format 5 would neither see the moved keys nor check the recent ones.
+ * 7: copies' keys claimed as ranges in copy_claims, not in event_keys (copy-claims.ts). A server of
+ * format 6 would not see those claims and would append a redelivered copy again.
  */
-export const FORMAT_VERSION = 6;
+export const FORMAT_VERSION = 7;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -65,6 +68,7 @@ const DDL = [
   // one. Keys since the last move are found in memory, older ones in event_keys, which a move fills
   // in sorted batches (event-keys.ts; docs/architecture.md "Idempotency keys are indexed in batches").
   EVENT_KEYS_TABLE,
+  COPY_CLAIMS_TABLE,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).
   `CREATE TABLE IF NOT EXISTS subscription_runtime (
