@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type CommittedEvent, type RivuletClient } from '@rivulet/client';
 import type { CoreState } from '@rivulet/contract';
 import { reduce } from '@rivulet/server';
-import { startNodeServer, type RunningServer } from '@rivulet/server/node';
+import { FORMAT_VERSION, startNodeServer, type RunningServer } from '@rivulet/server/node';
 import { Capture, startTestServer } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -74,7 +74,7 @@ describe('rivulet backup and restore', () => {
     await Promise.all(writers);
     expect([backup.code, backup.stderr]).toEqual([0, '']);
     const report = JSON.parse(backup.stdout) as { file: string; bytes: number; format: number; durationMs: number };
-    expect(report).toMatchObject({ file, bytes: statSync(file).size, format: 6 });
+    expect(report).toMatchObject({ file, bytes: statSync(file).size, format: FORMAT_VERSION });
     expect(existsSync(`${file}.partial`)).toBe(false);
     // Appends were answered while the backup ran (it did not hold the event loop throughout).
     expect(during).toBeGreaterThan(0);
@@ -82,7 +82,7 @@ describe('rivulet backup and restore', () => {
 
     const data = tempDir('rivulet-restored-');
     const restore = await new Capture({}).run(['restore', '--from', file, '--data', data, '--json']);
-    expect([restore.code, JSON.parse(restore.stdout)]).toEqual([0, { data, bytes: report.bytes, format: 6 }]);
+    expect([restore.code, JSON.parse(restore.stdout)]).toEqual([0, { data, bytes: report.bytes, format: FORMAT_VERSION }]);
     const restored: RunningServer = await startNodeServer({ port: 0, data, logger: { error: () => undefined } });
     cleanups.push(() => restored.close());
     const again = createClient({ url: restored.url });
@@ -119,7 +119,7 @@ describe('rivulet backup and restore', () => {
     expect(readdirSync(dir)).toEqual([]);
     const admin = await new Capture({ RIVULET_URL: t.url, RIVULET_TOKEN: 'admin-token-0123456789' }).run(['backup', '--to', file]);
     expect(admin.code).toBe(0);
-    expect(admin.stdout).toMatch(new RegExp(`^backed up ${t.url} to ${file}: \\d+\\.\\d MB, storage format 6, in \\d+\\.\\d s$`));
+    expect(admin.stdout).toMatch(new RegExp(`^backed up ${t.url} to ${file}: \\d+\\.\\d MB, storage format ${FORMAT_VERSION}, in \\d+\\.\\d s$`));
     expect(readdirSync(dir)).toEqual(['b.db']);
   });
 });

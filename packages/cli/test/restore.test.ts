@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '@rivulet/client';
+import { FORMAT_VERSION } from '@rivulet/server/node';
 import { Capture, startTestServer } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -49,7 +50,7 @@ describe('rivulet restore', () => {
     const file = await realBackup(3);
     const data = tempDir();
     expect((await run(['restore', '--from', file, '--data', data])).stdout).toMatch(
-      new RegExp(`^restored ${file} into ${data} \\(0\\.\\d MB, storage format 6\\); start it with: rivulet serve --data ${data}$`),
+      new RegExp(`^restored ${file} into ${data} \\(0\\.\\d MB, storage format ${FORMAT_VERSION}\\); start it with: rivulet serve --data ${data}$`),
     );
     const again = await run(['restore', '--from', file, '--data', data]);
     expect([again.code, again.stderr]).toEqual([1, `rivulet restore: CONFLICT ${data} already holds a database (rivulet.db); pass --force to replace it`]);
@@ -77,7 +78,7 @@ describe('rivulet restore', () => {
     const noMeta = sqliteFile(dir, 'CREATE TABLE t (x)');
     const newer = join(dir, 'newer.db');
     const db = new Database(newer);
-    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '7')`);
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '${FORMAT_VERSION + 1}')`);
     db.close();
     // A real backup with a page of its events table overwritten: the header is intact.
     const damaged = await realBackup(400);
@@ -88,7 +89,7 @@ describe('rivulet restore', () => {
       [join(dir, 'missing.db'), `NOT_FOUND no backup file ${join(dir, 'missing.db')}`],
       [text, `INVALID_INPUT ${text} is not a Rivulet backup: it is not a SQLite database`],
       [noMeta, `INVALID_INPUT ${noMeta} is not a Rivulet backup: it records no storage format`],
-      [newer, `INVALID_INPUT ${newer} holds storage format 7; this server reads format 6 and upgrades only formats 2 and later`],
+      [newer, `INVALID_INPUT ${newer} holds storage format ${FORMAT_VERSION + 1}; this server reads format ${FORMAT_VERSION} and upgrades only formats 2 and later`],
     ];
     for (const [file, message] of cases) {
       const result = await run(['restore', '--from', file, '--data', data]);
