@@ -17,6 +17,7 @@ import {
 } from '@rivulet/contract';
 import type { z } from 'zod';
 import { controlPayloadSchemas } from './control-payloads.js';
+import type { CopyRunTexts } from './copy-builder.js';
 
 /**
  * Who is appending: a public caller (HTTP, RPC), or trusted stream internals (delivery, audits,
@@ -39,6 +40,13 @@ export interface AppendInput {
    * of the event built from this input; core/decide-append.ts splices it instead of serialising.
    */
   jsonAfterType?: string;
+  /**
+   * Set with `jsonAfterType` for a first-hop copy without a transform, for storing it as parts
+   * (engine/copy-rows.ts): the texts its batch's copies share, and the source's payload and
+   * metadata members as stored (the start of `jsonAfterType`). The source offset and time are its hop's.
+   */
+  copyRun?: CopyRunTexts;
+  copyFields?: string;
 }
 
 export function checkInput(input: EventInput, authority: Authority, index = 0): AppendInput {

@@ -43,6 +43,19 @@ export interface CopyBatch extends Stamp {
   events: CopyBatchEvent[];
 }
 
+/**
+ * The texts every copy of one batch shares, for storing its copies as parts (engine/copy-rows.ts):
+ * `head` is the receiving stream's `{"path":…,"offset":`, `key` is `,"idempotencyKey":"…` up to the
+ * source offset, `hopHead` the key's end and the hop up to the source offset, `hopTail` the hop's
+ * last members and the event's end (see afterTypeJson).
+ */
+export interface CopyRunTexts {
+  head: string;
+  key: string;
+  hopHead: string;
+  hopTail: string;
+}
+
 export interface CopyPlan {
   inputs: AppendInput[];
   dropped: Array<{ offset: number; reason: 'cycle' | 'hop-limit' }>;
@@ -126,8 +139,13 @@ export function planCopies(batch: CopyBatch, receiver: { projectId: string | nul
     if (e.shaped.payload !== undefined) input.payload = e.shaped.payload;
     if (e.shaped.metadata !== undefined) input.metadata = e.shaped.metadata;
     if (e.fieldsJson !== undefined && (previous === undefined || previous.length === 0)) {
-      texts ??= copyTexts(batch, keyHead);
+      texts ??= copyTexts(batch, keyHead, receiver.path);
       input.jsonAfterType = afterTypeJson(texts, e, e.fieldsJson);
+      // References only: a drain makes a thousand of these per batch.
+      if (e.shaped.type === e.type) {
+        input.copyRun = texts.run;
+        input.copyFields = e.fieldsJson;
+      }
     }
     inputs.push(input);
   }
@@ -143,26 +161,29 @@ function passedThrough(hops: readonly CopyHop[], receiver: { projectId: string |
 
 /** The parts of a batch's copy texts that all its copies share, serialised once per batch. */
 interface CopyTexts {
-  /** `,"idempotencyKey":"…` up to the key's offset. */
-  key: string;
-  /** `]","source":{"copiedFrom":[{…,"offset":`: the key's end and the hop up to its offset. */
-  keyEndHopHead: string;
-  /** `,"subscriptionKey":…}]}}`: the hop's last members and the event's end. */
-  hopTail: string;
+  /**
+   * `key`: `,"idempotencyKey":"…` up to the key's offset; `hopHead`: `]","source":{"copiedFrom":[{…,"offset":`,
+   * the key's end and the hop up to its offset; `hopTail`: `,"subscriptionKey":…}]}}`, the hop's last
+   * members and the event's end. One object per batch, shared by its copies' compact parts.
+   */
+  run: CopyRunTexts;
   /** The last source type and time seen, and `,"type":…,"createdAt":…` + hopTail for them. */
   type: string;
   createdAt: string;
   tail: string;
 }
 
-function copyTexts(batch: CopyBatch, keyHead: string): CopyTexts {
+function copyTexts(batch: CopyBatch, keyHead: string, receivingPath: string): CopyTexts {
   const j = JSON.stringify;
   return {
-    key: `,"idempotencyKey":${j(keyHead).slice(0, -1)}`,
-    keyEndHopHead:
-      `]","source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +
-      `,"streamCreatedAt":${j(batch.streamCreatedAt)},"offset":`,
-    hopTail: `,"subscriptionKey":${j(batch.subscriptionKey)},"cursorChangedAtSourceOffset":${batch.cursorChangedAtSourceOffset}}]}}`,
+    run: {
+      head: `{"path":${j(receivingPath)},"offset":`,
+      key: `,"idempotencyKey":${j(keyHead).slice(0, -1)}`,
+      hopHead:
+        `]","source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +
+        `,"streamCreatedAt":${j(batch.streamCreatedAt)},"offset":`,
+      hopTail: `,"subscriptionKey":${j(batch.subscriptionKey)},"cursorChangedAtSourceOffset":${batch.cursorChangedAtSourceOffset}}]}}`,
+    },
     type: '',
     createdAt: '',
     tail: '',
@@ -183,9 +204,9 @@ function afterTypeJson(texts: CopyTexts, e: CopyBatchEvent, fieldsJson: string):
   if (texts.type !== e.type || texts.createdAt !== e.createdAt || texts.tail === '') {
     texts.type = e.type;
     texts.createdAt = e.createdAt;
-    texts.tail = `,"type":${JSON.stringify(e.type)},"createdAt":${JSON.stringify(e.createdAt)}${texts.hopTail}`;
+    texts.tail = `,"type":${JSON.stringify(e.type)},"createdAt":${JSON.stringify(e.createdAt)}${texts.run.hopTail}`;
   }
-  return `${fieldsJson}${texts.key}${e.offset}${texts.keyEndHopHead}${e.offset}${texts.tail}`;
+  return `${fieldsJson}${texts.run.key}${e.offset}${texts.run.hopHead}${e.offset}${texts.tail}`;
 }
 
 function dropAudit(batch: CopyBatch, dropped: CopyPlan['dropped']): AppendInput {

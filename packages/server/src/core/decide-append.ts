@@ -13,9 +13,11 @@ import {
   INTERNAL_IDEMPOTENCY_PREFIX,
   RivuletError,
   type CommittedEvent,
+  type CopyHop,
   type CoreState,
 } from '@rivulet/contract';
 import type { AppendInput, Authority } from './append-input.js';
+import type { CopyRunTexts } from './copy-builder.js';
 import { canonicalJson } from './canonical-json.js';
 import { StateFold } from './reduce.js';
 import { utf8Length } from './sizes.js';
@@ -46,7 +48,19 @@ export interface FreshEvent {
   json: string;
   /** UTF-8 bytes of `json`. */
   bytes: number;
+  /**
+   * For a copy whose row can hold parts of `json` instead of all of it (engine/copy-rows.ts): its
+   * input, whose `copyRun`, `copyFields` and hop the parts are. Set only where `json` is exactly
+   * run.head + offset + `,"createdAt":"` + createdAt + `","type":"` + type + `"` + copyFields +
+   * run.key + source offset + run.hopHead + source offset + `,"type":"` + type + `","createdAt":"` +
+   * source time + `"` + run.hopTail: the type is JSON as it stands between quotes, both times have
+   * 24 characters, and the head is this decision's.
+   */
+  parts?: CopyParts;
 }
+
+/** An input that can be stored as parts (FreshEvent.parts). */
+export type CopyParts = AppendInput & { copyRun: CopyRunTexts; copyFields: string; source: { copiedFrom: [CopyHop] } };
 
 export interface AppendDecision {
   /** One committed event per input, in input order (repeats are the stored events). */
@@ -120,6 +134,7 @@ function headTexts(env: DecideEnv): HeadTexts {
 function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: HeadTexts): FreshEvent {
   const event = buildEvent(env.path, offset, env.now, input);
   let json: string;
+  let parts: CopyParts | undefined;
   if (input.jsonAfterType === undefined) json = JSON.stringify(event);
   else {
     const h = heads ?? headTexts(env);
@@ -128,6 +143,11 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
       h.createdAtType = `,"createdAt":${JSON.stringify(env.now)},"type":${JSON.stringify(input.type)}`;
     }
     json = `${h.path}${offset}${h.createdAtType}${input.jsonAfterType}`;
+    const run = input.copyRun;
+    const hop = input.source?.copiedFrom[0];
+    if (run !== undefined && input.copyFields !== undefined && hop !== undefined && input.source!.copiedFrom.length === 1 && run.head === h.path) {
+      if (env.now.length === 24 && hop.createdAt.length === 24 && quotesAsItStands(input.type)) parts = input as CopyParts;
+    }
   }
   const bytes = utf8Length(json);
   if (bytes > env.maxEventBytes) {
@@ -136,8 +156,24 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
       limit: env.maxEventBytes,
     });
   }
-  return { event, json, bytes };
+  return parts === undefined ? { event, json, bytes } : { event, json, bytes, parts };
 }
+
+/**
+ * Whether `JSON.stringify(text)` is `text` between quotes: no quote, backslash, control character
+ * or surrogate (which JSON escapes or SQLite's UTF-8 could not hold). The last text asked is
+ * remembered: a copy batch asks its source type a thousand times.
+ */
+function quotesAsItStands(text: string): boolean {
+  if (text === lastPlain) return true;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return false;
+  }
+  lastPlain = text;
+  return true;
+}
+let lastPlain = '';
 
 function refusedWhilePaused(input: AppendInput, authority: Authority): boolean {
   if (ACCEPTED_WHILE_PAUSED.has(input.type) && input.source === undefined) return false;

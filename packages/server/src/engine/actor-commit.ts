@@ -8,6 +8,7 @@ import { RivuletError, type CommittedEvent, type CoreState } from '@rivulet/cont
 import type { AppendInput, Authority } from '../core/append-input.js';
 import { decideAppend, type AppendDecision } from '../core/decide-append.js';
 import type { EngineConfig } from './config.js';
+import type { EventRowInput } from './event-rows.js';
 import { rememberJson } from './event-json.js';
 import type { StreamStore } from './stream-store.js';
 import type { SubscriptionRuntime } from './subscription-runtime.js';
@@ -86,13 +87,14 @@ export function writeDecision(
           const created = decision.fresh[0]!.event;
           sid = store.create(projectId, path, (created.payload as { streamId: string }).streamId, created.createdAt);
         }
-        const rows = decision.fresh.map(({ event, json }) => ({
-          offset: event.offset,
-          type: event.type,
-          ephemeral: event.ephemeral === true,
-          idempotencyKey: event.idempotencyKey,
+        const rows = decision.fresh.map((fresh) => ({
+          offset: fresh.event.offset,
+          type: fresh.event.type,
+          ephemeral: fresh.event.ephemeral === true,
+          idempotencyKey: fresh.event.idempotencyKey,
           createdMs: nowMs,
-          json,
+          json: fresh.json,
+          stored: fresh.parts === undefined ? undefined : (fresh as EventRowInput['stored']),
         }));
         if (!keysUnchecked) store.events.insertAll(sid, rows);
         else if (!store.events.insertIfNewKeys(sid, rows)) {

@@ -8,6 +8,7 @@
  */
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
+import { EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
 export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
@@ -144,14 +145,18 @@ export class EventKeys {
     }
     // One parameter per list (the Durable Object SQL API binds at most 100 per statement).
     if (recent.size > 0) {
-      const rows = this.storage.execRows(`SELECT ofs, idem, body FROM events WHERE sid = ? AND ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...recent.keys()]));
+      const rows = this.storage.execRows(
+        `SELECT e.ofs, e.idem, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs IN (SELECT value FROM json_each(?))`,
+        sid,
+        JSON.stringify([...recent.keys()]),
+      );
       for (const [offset, key, body] of rows) if (recent.get(offset as number) === key) found.set(key as string, body as string);
     }
     const rest = recent.size === 0 ? keys : keys.filter((key) => !found.has(key));
     if (rest.length > 0) {
       const rows = this.storage.execRows(
-        `SELECT k.idem, e.body FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
-         WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
+        `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
+         LEFT JOIN copy_runs r ON r.id = e.copy_run WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
         sid,
         JSON.stringify(rest),
       );
@@ -186,7 +191,7 @@ export class EventKeys {
       }
     }
     if (byOffset.size === 0) return;
-    const rows = this.storage.execRows(`SELECT ofs, body FROM events WHERE sid = ? AND ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...byOffset.keys()]));
+    const rows = this.storage.execRows(`SELECT e.ofs, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...byOffset.keys()]));
     for (const [offset, body] of rows) {
       const key = byOffset.get(offset as number)!;
       if ((body as string).includes(JSON.stringify(key))) found.set(key, body as string);

@@ -7,8 +7,10 @@
  * architecture.md "Storage"). Holds no state besides the read cache's chunk source.
  */
 import type { CommittedEvent } from '@rivulet/contract';
+import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { isCopyKey, splitCopyKey, type CopyRow } from './copy-claims.js';
+import { CopyRuns, EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
 import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 
@@ -30,6 +32,8 @@ export interface EventRowInput {
   idempotencyKey: string | undefined;
   createdMs: number;
   json: string;
+  /** A copy stored as parts (copy-rows.ts): its fresh event, whose `json` they make. */
+  stored?: Required<Pick<FreshEvent, 'event' | 'parts'>> | undefined;
 }
 
 /** A committed event as stored: its offset and its JSON text. */
@@ -79,21 +83,23 @@ export function firstOwedCreatedSql(alias: string, after: string): string {
 }
 
 /** The select of a range's rows (offset, body) in offset order, shared by both range reads. */
-function rangeSelect(sid: number, q: RangeQuery): { sql: string; params: (string | number)[] } {
+function rangeSelect(sid: number, q: RangeQuery, parts: boolean): { sql: string; params: (string | number)[] } {
   const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
-  let sql = `SELECT ofs, body FROM events WHERE sid = ? AND ofs > ? AND ofs < ?`;
-  if (!q.includeEphemeral) sql += ` AND ephemeral = 0`;
+  // A stream without copies stored as parts reads its bodies as they are, without the join (copy-rows.ts).
+  const from = parts ? `SELECT e.ofs AS ofs, ${EVENT_BODY} AS body FROM ${EVENTS_WITH_RUNS}` : `SELECT e.ofs AS ofs, e.body AS body FROM events e`;
+  let sql = `${from} WHERE e.sid = ? AND e.ofs > ? AND e.ofs < ?`;
+  if (!q.includeEphemeral) sql += ` AND e.ephemeral = 0`;
   else if (q.ephemeralSinceMs !== undefined) {
-    sql += ` AND (ephemeral = 0 OR created_ms >= ?)`;
+    sql += ` AND (e.ephemeral = 0 OR e.created_ms >= ?)`;
     params.push(q.ephemeralSinceMs);
   }
   if (q.eventTypes && q.eventTypes.length > 0) {
     // One parameter whatever the number of types: the Durable Object SQL API binds at most 100
     // parameters per statement, and a filter may name 256 types.
-    sql += ` AND type IN (SELECT value FROM json_each(?))`;
+    sql += ` AND e.type IN (SELECT value FROM json_each(?))`;
     params.push(JSON.stringify(q.eventTypes));
   }
-  sql += ` ORDER BY ofs LIMIT ?`;
+  sql += ` ORDER BY e.ofs LIMIT ?`;
   params.push(q.limit);
   return { sql, params };
 }
@@ -111,6 +117,7 @@ function insertOf(n: number): string {
   return (insertRows[n] ??= `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
 }
 
+
 /** What a row's `idem` column holds: its key, except a copy's, which its claim holds (copy-claims.ts). */
 function storedKey(row: EventRowInput): string | null {
   return isCopyKey(row.idempotencyKey) ? null : (row.idempotencyKey ?? null);
@@ -120,11 +127,13 @@ export class EventRows {
   private chunkSource: ChunkSource | undefined;
   /** The idempotency keys of these rows (event-keys.ts). */
   readonly keys: EventKeys;
+  private readonly runs: CopyRuns;
   constructor(
     private readonly storage: SqlStorage,
     private readonly readCache: ReadCache | undefined,
   ) {
     this.keys = new EventKeys(storage);
+    this.runs = new CopyRuns(storage);
   }
 
   /** What the rows of stream `sid` above offset `checkpoint` add to its checkpoint (StreamStore.find). */
@@ -199,10 +208,25 @@ export class EventRows {
     return undefined;
   }
 
-  /** Writes rows whose keys are claimed (or absent), ROWS_PER_INSERT to a statement, in order. */
+  /**
+   * Writes rows whose keys are claimed (or absent), in order: ROWS_PER_INSERT to a statement, copies
+   * stored as parts COPY_ROWS_PER_INSERT to one of their own.
+   */
   private writeClaimed(sid: number, rows: readonly EventRowInput[]): void {
-    for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-      const n = Math.min(ROWS_PER_INSERT, rows.length - start);
+    let start = 0;
+    while (start < rows.length) {
+      const stored = rows[start]!.stored !== undefined;
+      let end = start + 1;
+      while (end < rows.length && (rows[end]!.stored !== undefined) === stored) end++;
+      if (stored) this.writeCopies(sid, rows, start, end);
+      else this.writePlain(sid, rows, start, end);
+      start = end;
+    }
+  }
+
+  private writePlain(sid: number, rows: readonly EventRowInput[], from: number, to: number): void {
+    for (let start = from; start < to; start += ROWS_PER_INSERT) {
+      const n = Math.min(ROWS_PER_INSERT, to - start);
       const params: (string | number | null)[] = new Array<string | number | null>(n * 7);
       for (let i = 0; i < n; i++) {
         const row = rows[start + i]!;
@@ -220,7 +244,16 @@ export class EventRows {
     }
   }
 
+  private writeCopies(sid: number, rows: readonly EventRowInput[], from: number, to: number): void {
+    this.runs.write(sid, rows, from, to);
+    this.keys.writtenClaimed(to - from);
+  }
+
   private write(sid: number, row: EventRowInput, claimed: boolean): void {
+    if (row.stored !== undefined) {
+      this.writeCopies(sid, [row], 0, 1);
+      return;
+    }
     this.storage.run(insertOf(1), sid, row.offset, row.type, row.ephemeral ? 1 : 0, storedKey(row), row.createdMs, row.json);
     this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
@@ -228,7 +261,7 @@ export class EventRows {
   byKey(sid: number, key: string): CommittedEvent | undefined {
     const offset = this.keys.offsetOf(sid, key);
     if (offset === undefined) return undefined;
-    const row = this.storage.execRows(`SELECT body FROM events WHERE sid = ? AND ofs = ?`, sid, offset)[0];
+    const row = this.storage.execRows(`SELECT ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs = ?`, sid, offset)[0];
     if (row === undefined) return undefined;
     const event = JSON.parse(row[0] as string) as CommittedEvent;
     // A copy's claim names its row by offset alone (copy-claims.ts): the row must carry the key.
@@ -248,7 +281,7 @@ export class EventRows {
 
   /** Raw JSON bodies of a range, in offset order. */
   range(sid: number, q: RangeQuery): RawEvent[] {
-    const { sql, params } = rangeSelect(sid, q);
+    const { sql, params } = rangeSelect(sid, q, this.runs.hasParts(sid));
     // Rows as arrays: no object per row from the driver (reads of 500 events spent ~0.5 µs per
     // event on it; docs/performance.md "Read rows as arrays").
     const rows = this.storage.execRows(sql, ...params);
@@ -269,9 +302,9 @@ export class EventRows {
    * the rows it replaces); the storage conformance checks hold the order on every adapter.
    */
   rangeJoined(sid: number, q: RangeQuery): JoinedRange {
-    const cached = this.readCache?.page(sid, q, (this.chunkSource ??= sqlChunkSource(this.storage)));
+    const cached = this.readCache?.page(sid, q, (this.chunkSource ??= sqlChunkSource(this.storage, (s) => this.runs.hasParts(s))));
     if (cached !== undefined) return cached;
-    const { sql, params } = rangeSelect(sid, q);
+    const { sql, params } = rangeSelect(sid, q, this.runs.hasParts(sid));
     const row = this.storage.execRows(`SELECT count(*), min(ofs), max(ofs), group_concat(body, ',') FROM (${sql})`, ...params)[0]!;
     const count = row[0] as number;
     if (count === 0) return { count: 0, first: 0, last: 0, json: '' };
@@ -281,6 +314,7 @@ export class EventRows {
   /** Deletes every row of stream `sid`, and its moved keys (the caller forgets it in the read cache). */
   deleteAll(sid: number): void {
     this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.runs.deleteStream(sid);
     this.keys.deleteStream(sid);
     this.keys.rowsDeleted();
   }
@@ -289,7 +323,10 @@ export class EventRows {
   deleteSome(sid: number, maxRows: number): number {
     let removed = this.keys.deleteStream(sid, maxRows);
     if (removed < maxRows) {
-      removed += this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
+      const rows = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
+      // The runs go with the last rows that name them.
+      if (rows < maxRows - removed) this.runs.deleteStream(sid);
+      removed += rows;
       this.keys.rowsDeleted();
     }
     return removed;
@@ -299,7 +336,7 @@ export class EventRows {
   storedBytes(streamId: string, afterOffset: number, throughOffset: number): number {
     return this.storage.exec<{ bytes: number }>(
       // length() of a BLOB counts bytes: the stored JSON's UTF-8 bytes, as the engine counts them.
-      `SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) AS bytes FROM events WHERE sid = (SELECT sid FROM streams WHERE stream_id = ?) AND ofs > ? AND ofs <= ?`,
+      `SELECT coalesce(sum(length(CAST(${EVENT_BODY} AS BLOB))), 0) AS bytes FROM ${EVENTS_WITH_RUNS} WHERE e.sid = (SELECT sid FROM streams WHERE stream_id = ?) AND e.ofs > ? AND e.ofs <= ?`,
       streamId,
       afterOffset,
       throughOffset,

@@ -47,17 +47,24 @@ function thrown(fn: () => void): RivuletError {
   throw new Error('expected a refusal');
 }
 
+/** Takes what format 8 added away again: a database of the current schema made into format 7's layout. */
+function dropCopyRuns(storage: SqliteStorage): void {
+  storage.run(`DROP TABLE copy_runs`);
+  storage.run(`ALTER TABLE events DROP COLUMN copy_run`);
+  storage.run(`ALTER TABLE events DROP COLUMN src_ofs`);
+}
+
 const tables = (storage: SqliteStorage) => storage.exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).map((r) => r.name);
 
 describe('storage format check and upgrades (protocol §16.4)', () => {
   it('a new database records the current format, and opens again without an upgrade', () => {
-    expect(FORMAT_VERSION).toBe(7);
+    expect(FORMAT_VERSION).toBe(8);
     const storage = open();
     expect(storedFormat(storage)).toBeNull();
     const upgrades: number[] = [];
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
-    expect(storedFormat(storage)).toBe(7);
+    expect(storedFormat(storage)).toBe(8);
     expect(upgrades).toEqual([]);
   });
 
@@ -65,7 +72,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(MIGRATIONS.map((m) => m.from)).toEqual(Array.from({ length: FORMAT_VERSION - OLDEST_UPGRADABLE_FORMAT }, (_, i) => OLDEST_UPGRADABLE_FORMAT + i));
   });
 
-  it('format 2 is upgraded: beforeUpgrade hears (2, 7) before anything changes, then rows and meta say 7', () => {
+  it('format 2 is upgraded: beforeUpgrade hears (2, 8) before anything changes, then rows and meta say 8', () => {
     const storage = recording('2');
     storage.transaction(() => {
       storage.run(`CREATE TABLE streams (sid INTEGER PRIMARY KEY, project TEXT NOT NULL, path TEXT NOT NULL, stream_id TEXT NOT NULL,
@@ -75,9 +82,9 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: Array<[number, number, number | null]> = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to, storedFormat(storage)]) });
-    expect(seen).toEqual([[2, 7, 2]]);
-    expect(storedFormat(storage)).toBe(7);
-    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 7 }]);
+    expect(seen).toEqual([[2, 8, 2]]);
+    expect(storedFormat(storage)).toBe(8);
+    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 8 }]);
   });
 
   /** A database of the current schema made into the layout of format 4 (idem index on (sid, idem), no key table) with keyed rows. */
@@ -87,6 +94,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     storage.transaction(() => {
       storage.run(`DROP TABLE event_keys`);
       storage.run(`DROP TABLE copy_claims`);
+      dropCopyRuns(storage);
       storage.run(`DELETE FROM meta WHERE key = 'keys_moved'`);
       storage.run(`CREATE UNIQUE INDEX events_by_idem ON events (sid, idem) WHERE idem IS NOT NULL`);
       storage.run(`INSERT INTO streams VALUES (1, '', '/a', 'id-a', 't', 0, 0, 0, '{}', 4), (2, '', '/b', 'id-b', 't', 0, 0, 0, '{}', 4)`);
@@ -99,13 +107,13 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     return storage;
   }
 
-  it('format 4 is upgraded through 5 and 6 to 7: the keys leave the index for event_keys, every row and key stays, a repeat is still found', () => {
+  it('format 4 is upgraded through 5, 6 and 7 to 8: the keys leave the index for event_keys, every row and key stays, a repeat is still found', () => {
     const storage = format4();
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[4, 7]]);
-    expect(storedFormat(storage)).toBe(7);
-    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 7 }, { format: 7 }]);
+    expect(seen).toEqual([[4, 8]]);
+    expect(storedFormat(storage)).toBe(8);
+    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 8 }, { format: 8 }]);
     expect(storage.exec(`SELECT name FROM sqlite_master WHERE name = 'events_by_idem'`)).toEqual([]);
     expect(storage.exec(`SELECT sid, ofs, idem FROM events ORDER BY sid, ofs`)).toEqual([
       { sid: 1, ofs: 1, idem: 'k1' },
@@ -128,12 +136,13 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(rows.insertIfNewKeys(3, [{ ...row, offset: 2 }])).toBe(false);
   });
 
-  it('format 6 is upgraded to 7: an empty claim table; copies written before keep their keys in event_keys, where a redelivery still meets them', () => {
+  it('format 6 is upgraded through 7 to 8: an empty claim table; copies written before keep their keys in event_keys, where a redelivery still meets them', () => {
     const storage = open();
     openSchema(storage);
     const key = (source: number) => `rivulet-internal/copy:["sub",2,null,"/src","id-src",${source}]`;
     storage.transaction(() => {
       storage.run(`DROP TABLE copy_claims`);
+      dropCopyRuns(storage);
       storage.run(`INSERT INTO streams VALUES (1, '', '/dst', 'id-dst', 't', 0, 0, 0, '{}', 6)`);
       storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 1, 'x', 0, ?, 0, ?)`, key(5), JSON.stringify({ offset: 1, idempotencyKey: key(5) }));
       storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (1, ?, 1)`, key(5));
@@ -141,8 +150,8 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[6, 7]]);
-    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 7 }]);
+    expect(seen).toEqual([[6, 8]]);
+    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 8 }]);
     expect(storage.exec(`SELECT count(*) AS n FROM copy_claims`)).toEqual([{ n: 0 }]);
     const rows = new EventRows(storage, undefined);
     expect(rows.byKey(1, key(5))).toEqual({ offset: 1, idempotencyKey: key(5) });
@@ -150,6 +159,26 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(() => rows.insertAll(1, [copy(2, 5)])).toThrow('is stored in stream 1 already');
     rows.insertAll(1, [copy(2, 6)]);
     expect(storage.exec(`SELECT src_first, count, ofs_first FROM copy_claims`)).toEqual([{ src_first: 6, count: 1, ofs_first: 2 }]);
+  });
+
+  it('format 7 is upgraded to 8: two empty columns and a run table; copies written before read back as they were stored', () => {
+    const storage = open();
+    openSchema(storage);
+    const body = JSON.stringify({ path: '/dst', offset: 1, type: 'x', idempotencyKey: 'rivulet-internal/copy:["s",2,null,"/src","id",5]' });
+    storage.transaction(() => {
+      dropCopyRuns(storage);
+      storage.run(`INSERT INTO streams VALUES (1, '', '/dst', 'id-dst', 't', 0, 0, 0, '{}', 7)`);
+      storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 1, 'x', 0, NULL, 0, ?)`, body);
+      storage.run(`UPDATE meta SET value = '7' WHERE key = 'format'`);
+    });
+    const seen: number[][] = [];
+    openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
+    expect(seen).toEqual([[7, 8]]);
+    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 8 }]);
+    expect(storage.exec(`SELECT copy_run, src_ofs FROM events`)).toEqual([{ copy_run: null, src_ofs: null }]);
+    expect(storage.exec(`SELECT count(*) AS n FROM copy_runs`)).toEqual([{ n: 0 }]);
+    const rows = new EventRows(storage, undefined);
+    expect(rows.range(1, { afterOffset: 0, beforeOffset: 10, limit: 10, includeEphemeral: false })).toEqual([{ offset: 1, json: body }]);
   });
 
   it('a beforeUpgrade that throws stops the upgrade with nothing changed', () => {
@@ -166,14 +195,14 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
   });
 
   it('a newer format is refused naming both formats, and left as it was', () => {
-    const storage = recording('8');
+    const storage = recording('9');
     const error = thrown(() => openSchema(storage, { beforeUpgrade: () => expect.unreachable() }));
     expect([error.code, error.message]).toEqual([
       'UNAVAILABLE',
-      'this data was written by storage format 8, newer than format 7 that this server reads: run a Rivulet release that reads format 8 (the one that wrote it, or later) on it. Nothing was changed.',
+      'this data was written by storage format 9, newer than format 8 that this server reads: run a Rivulet release that reads format 9 (the one that wrote it, or later) on it. Nothing was changed.',
     ]);
     expect(tables(storage)).toEqual(['meta']);
-    expect(storedFormat(storage)).toBe(8);
+    expect(storedFormat(storage)).toBe(9);
   });
 
   for (const found of ['1', 'x']) {
@@ -182,7 +211,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
       const error = thrown(() => openSchema(storage));
       expect([error.code, error.message]).toEqual([
         'UNAVAILABLE',
-        `this data was written by storage format ${Number(found)}; this server reads format 7 and upgrades only formats 2 and later. ` +
+        `this data was written by storage format ${Number(found)}; this server reads format 8 and upgrades only formats 2 and later. ` +
           'Nothing was changed: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
       ]);
       expect(tables(storage)).toEqual(['meta']);

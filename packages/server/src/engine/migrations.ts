@@ -12,6 +12,7 @@ import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED } from './event-keys.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
+import { COPY_RUNS_TABLE } from './copy-rows.js';
 
 export interface Migration {
   /** The format this step reads; it writes `from + 1`. */
@@ -94,6 +95,23 @@ export const MIGRATIONS: readonly Migration[] = [
     apply(storage) {
       storage.run(COPY_CLAIMS_TABLE);
       storage.run(`UPDATE streams SET format = 7 WHERE format = 6`);
+    },
+  },
+  {
+    from: 7,
+    // Two columns added to the events table (NULL in every row there is: an instant change, no row
+    // is rewritten) and a new table: the copies written so far keep their whole text in their body;
+    // copies written from now on may be stored as parts. A database without an events table gets
+    // all of it from the schema.
+    summary: 'copies stored as parts: the text every copy of a run shares is kept once (no event is rewritten)',
+    apply(storage) {
+      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
+      if (hasEvents) {
+        storage.run(`ALTER TABLE events ADD COLUMN copy_run INTEGER`);
+        storage.run(`ALTER TABLE events ADD COLUMN src_ofs INTEGER`);
+      }
+      storage.run(COPY_RUNS_TABLE);
+      storage.run(`UPDATE streams SET format = 8 WHERE format = 7`);
     },
   },
 ];

@@ -22,6 +22,7 @@
  */
 import type { SqlStorage } from '../ports/storage.js';
 import type { JoinedRange, RangeQuery } from './event-rows.js';
+import { EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
 
 /** The size the Node host gives it unless told (`--read-cache-mb`): 128 MiB. */
 export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
@@ -59,15 +60,19 @@ export interface ChunkSource {
  * the separator, in offset order (the LIMIT keeps the inner ORDER BY, as in
  * EventRows.rangeJoined), and its ephemeral rows; the offsets only when some are missing.
  */
-const CHUNK_ROWS = `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
+const chunkRows = (body: string, from: string) => `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
   group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END), coalesce(sum(length(CAST(body AS BLOB))), 0)
-  FROM (SELECT ofs, body, ephemeral, created_ms FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs LIMIT -1)`;
+  FROM (SELECT e.ofs AS ofs, ${body} AS body, e.ephemeral AS ephemeral, e.created_ms AS created_ms FROM ${from}
+    WHERE e.sid = ? AND e.ofs >= ? AND e.ofs < ? ORDER BY e.ofs LIMIT -1)`;
+/** The chunk of a stream without copies stored as parts, and of one with them (copy-rows.ts). */
+const CHUNK_ROWS = chunkRows('e.body', 'events e');
+const CHUNK_ROWS_WITH_PARTS = chunkRows(EVENT_BODY, EVENTS_WITH_RUNS);
 const CHUNK_OFFSETS = `SELECT ofs FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
 
-export function sqlChunkSource(storage: SqlStorage): ChunkSource {
+export function sqlChunkSource(storage: SqlStorage, hasParts: (sid: number) => boolean = () => true): ChunkSource {
   return {
     rows: (sid, from, to) => {
-      const row = storage.execRows(CHUNK_ROWS, sid, from, to)[0]!;
+      const row = storage.execRows(hasParts(sid) ? CHUNK_ROWS_WITH_PARTS : CHUNK_ROWS, sid, from, to)[0]!;
       return { count: row[0] as number, texts: (row[1] as string | null) ?? '', ephemerals: row[2] as string | null, textBytes: row[3] as number };
     },
     offsets: (sid, from, to) => storage.execRows(CHUNK_OFFSETS, sid, from, to).map((row) => row[0] as number),

@@ -11,6 +11,7 @@ import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
+import { COPY_RUNS_TABLE } from './copy-rows.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -22,8 +23,10 @@ import { COPY_CLAIMS_TABLE } from './copy-claims.js';
  * A server of format 5 would neither see the moved keys nor check the recent ones.
  * 7: copies' keys claimed as ranges in copy_claims, not in event_keys (copy-claims.ts). A server of
  * format 6 would not see those claims and would append a redelivered copy again.
+ * 8: copies stored as parts (copy-rows.ts): the events table's copy_run and src_ofs columns and the
+ * copy_runs table. A server of format 7 would read such a row's parts as its text.
  */
-export const FORMAT_VERSION = 7;
+export const FORMAT_VERSION = 8;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -60,7 +63,9 @@ const DDL = [
      ephemeral INTEGER NOT NULL,
      idem TEXT,
      created_ms INTEGER NOT NULL,
-     body TEXT NOT NULL
+     body TEXT NOT NULL,
+     copy_run INTEGER,
+     src_ofs INTEGER
    )`,
   `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
   // No index on the idempotency key (format 6; formats 4 and 5 had a unique one): it cost an append
@@ -69,6 +74,7 @@ const DDL = [
   // in sorted batches (event-keys.ts; docs/architecture.md "Idempotency keys are indexed in batches").
   EVENT_KEYS_TABLE,
   COPY_CLAIMS_TABLE,
+  COPY_RUNS_TABLE,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
   // Delivery progress per subscription: runtime state, repaired from core state (protocol §11).
   `CREATE TABLE IF NOT EXISTS subscription_runtime (
