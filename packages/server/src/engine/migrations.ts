@@ -105,8 +105,13 @@ export const MIGRATIONS: readonly Migration[] = [
     // all of it from the schema.
     summary: 'copies stored as parts: the text every copy of a run shares is kept once (no event is rewritten)',
     apply(storage) {
-      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
-      if (hasEvents) {
+      // An events table without the columns (its CREATE statement, which ADD COLUMN extends, names
+      // neither): a table that has them already is left as it is, as the other steps' CREATE ... IF
+      // NOT EXISTS leave theirs.
+      const lacking = storage.exec<{ n: number }>(
+        `SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events' AND sql NOT LIKE '%copy_run%'`,
+      )[0]!.n;
+      if (lacking > 0) {
         storage.run(`ALTER TABLE events ADD COLUMN copy_run INTEGER`);
         storage.run(`ALTER TABLE events ADD COLUMN src_ofs INTEGER`);
       }
