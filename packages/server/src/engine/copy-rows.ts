@@ -25,8 +25,10 @@ export const COPY_RUNS_TABLE = `CREATE TABLE IF NOT EXISTS copy_runs (
      UNIQUE (sid, key_text, hop_head, hop_tail, head)
    )`;
 
+/** The run `r` of the events row `e` (EVENT_BODY), joined to a statement that reads `e`. */
+export const RUNS_JOIN = `LEFT JOIN copy_runs r ON r.id = e.copy_run`;
 /** The events table with the runs its copies name: `e` and `r` in EVENT_BODY. */
-export const EVENTS_WITH_RUNS = `events e LEFT JOIN copy_runs r ON r.id = e.copy_run`;
+export const EVENTS_WITH_RUNS = `events e ${RUNS_JOIN}`;
 
 /**
  * The stored text of the row `e` (with its run `r`, EVENTS_WITH_RUNS): the body, or a copy's text

@@ -8,7 +8,7 @@
  */
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
-import { EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
+import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
 export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
@@ -156,7 +156,7 @@ export class EventKeys {
     if (rest.length > 0) {
       const rows = this.storage.execRows(
         `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
-         LEFT JOIN copy_runs r ON r.id = e.copy_run WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
+         ${RUNS_JOIN} WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
         sid,
         JSON.stringify(rest),
       );

@@ -117,7 +117,6 @@ function insertOf(n: number): string {
   return (insertRows[n] ??= `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
 }
 
-
 /** What a row's `idem` column holds: its key, except a copy's, which its claim holds (copy-claims.ts). */
 function storedKey(row: EventRowInput): string | null {
   return isCopyKey(row.idempotencyKey) ? null : (row.idempotencyKey ?? null);
