@@ -42,10 +42,67 @@ describe('copies spliced from the stored fields', () => {
         expect(plan.inputs.every((input) => input.jsonAfterType !== undefined)).toBe(true);
         const decision = new Stream('proj', '/r').decide(plan.inputs, 'platform');
         expect(decision.fresh).toHaveLength(evs.length + 1);
-        for (const f of decision.fresh) expect(f.json).toBe(JSON.stringify(f.event));
+        for (const f of decision.fresh) {
+          expect(f.json).toBe(JSON.stringify(f.event));
+          expect(f.bytes).toBe(Buffer.byteLength(f.json));
+        }
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('a copy stored as parts is measured from its parts: the UTF-8 bytes of its whole text', () => {
+    // Types and 24-character times that JSON leaves as they stand (non-ASCII included: several
+    // bytes a character), so that every copy is stored as parts and measured without its text.
+    const plainChar = fc.oneof(
+      fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c),
+      fc.integer({ min: 0x80, max: 0xd7ff }),
+      fc.integer({ min: 0xe000, max: 0xffff }),
+    ).map((c) => String.fromCharCode(c));
+    const plain = (length: { minLength: number; maxLength: number }) => fc.array(plainChar, length).map((cs) => cs.join(''));
+    const partsEvents = fc
+      .array(fc.record({ gap: fc.integer({ min: 1, max: 2 ** 40 }), type: plain({ minLength: 1, maxLength: 10 }), createdAt: plain({ minLength: 24, maxLength: 24 }), payload: object }), {
+        minLength: 1,
+        maxLength: 5,
+      })
+      .map((list) => {
+        let offset = 0;
+        return list.map(({ gap, type, createdAt, payload }): CopyBatchEvent => {
+          const s: ShapedEvent = { type, payload };
+          return { offset: (offset += gap), type, createdAt, shaped: s, fieldsJson: fieldsOf(s) };
+        });
+      });
+    fc.assert(
+      fc.property(stamp, text, partsEvents, (s, path, evs) => {
+        const receiver = `/${path}`;
+        const batch: CopyBatch = { ...s, receivingStreamPath: receiver, events: evs };
+        const plan = planCopies(batch, { projectId: 'proj', path: receiver });
+        const decision = new Stream('proj', receiver).decide(plan.inputs, 'platform');
+        const copies = decision.fresh.slice(1);
+        expect(copies.every((f) => f.parts !== undefined)).toBe(true);
+        for (const f of decision.fresh) {
+          expect(f.json).toBe(JSON.stringify(f.event));
+          expect(f.bytes).toBe(Buffer.byteLength(f.json));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a copy stored as parts is held to the event size limit like any event', () => {
+    const s: ShapedEvent = { type: 't', payload: { text: 'é'.repeat(300) } };
+    const batch: CopyBatch = {
+      projectId: 'proj', path: '/a', streamId: 's', streamCreatedAt: 'c', subscriptionKey: 'k', cursorChangedAtSourceOffset: 1, receivingStreamPath: '/r',
+      events: [{ offset: 7, type: 't', createdAt: '2025-01-01T00:00:00.000Z', shaped: s, fieldsJson: fieldsOf(s) }],
+    };
+    const plan = planCopies(batch, { projectId: 'proj', path: '/r' });
+    const fits = new Stream('proj', '/r').decide(plan.inputs, 'platform');
+    const bytes = fits.fresh[1]!.bytes;
+    expect(fits.fresh[1]!.parts).toBeDefined();
+    expect(bytes).toBe(Buffer.byteLength(fits.fresh[1]!.json));
+    const limits = (maxEventBytes: number) => new Stream('proj', '/r', { maxEventBytes, maxCoreStateBytes: 1_048_576 });
+    expect(limits(bytes).decide(plan.inputs, 'platform').fresh[1]!.bytes).toBe(bytes);
+    expect(() => limits(bytes - 1).decide(plan.inputs, 'platform')).toThrow(`an event is ${bytes} bytes as JSON; the limit is ${bytes - 1} bytes`);
   });
 
   it('are planned only for first-hop copies given their fields', () => {

@@ -121,13 +121,19 @@ const where = (index: number) => `events[${index}]`;
 interface HeadTexts {
   /** `{"path":…,"offset":` */
   path: string;
+  /** UTF-8 bytes of `path`. */
+  pathBytes: number;
   /** The last type asked, and `,"createdAt":…,"type":…` for it. */
   type: string;
   createdAtType: string;
+  /** UTF-8 bytes of `createdAtType` and of the type alone (between its quotes). */
+  createdAtTypeBytes: number;
+  typeBytes: number;
 }
 
 function headTexts(env: DecideEnv): HeadTexts {
-  return { path: `{"path":${JSON.stringify(env.path)},"offset":`, type: '', createdAtType: '' };
+  const path = `{"path":${JSON.stringify(env.path)},"offset":`;
+  return { path, pathBytes: utf8Length(path), type: '', createdAtType: '', createdAtTypeBytes: 0, typeBytes: 0 };
 }
 
 /** The event at `offset` for an input, its JSON text and size; PAYLOAD_TOO_LARGE past the event limit. */
@@ -135,21 +141,29 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
   const event = buildEvent(env.path, offset, env.now, input);
   let json: string;
   let parts: CopyParts | undefined;
-  if (input.jsonAfterType === undefined) json = JSON.stringify(event);
-  else {
+  let bytes: number;
+  if (input.jsonAfterType === undefined) {
+    json = JSON.stringify(event);
+    bytes = utf8Length(json);
+  } else {
     const h = heads ?? headTexts(env);
     if (h.type !== input.type || h.createdAtType === '') {
       h.type = input.type;
       h.createdAtType = `,"createdAt":${JSON.stringify(env.now)},"type":${JSON.stringify(input.type)}`;
+      h.createdAtTypeBytes = utf8Length(h.createdAtType);
+      h.typeBytes = utf8Length(input.type);
     }
     json = `${h.path}${offset}${h.createdAtType}${input.jsonAfterType}`;
     const run = input.copyRun;
     const hop = input.source?.copiedFrom[0];
     if (run !== undefined && input.copyFields !== undefined && hop !== undefined && input.source!.copiedFrom.length === 1 && run.head === h.path) {
-      if (env.now.length === 24 && hop.createdAt.length === 24 && quotesAsItStands(input.type)) parts = input as CopyParts;
+      if (env.now.length === 24 && hop.createdAt.length === 24 && quotesAsItStands(input.type) && plainTime(hop.createdAt)) parts = input as CopyParts;
     }
+    // A copy stored as parts is measured from its parts: its text stays the join of texts it is
+    // made of, never one flat string of ~770 characters per copy (docs/performance.md "A copy's
+    // size from its parts").
+    bytes = parts === undefined ? utf8Length(json) : partsBytes(h, offset, parts);
   }
-  const bytes = utf8Length(json);
   if (bytes > env.maxEventBytes) {
     throw new RivuletError('PAYLOAD_TOO_LARGE', `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`, {
       bytes,
@@ -158,6 +172,47 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
   }
   return parts === undefined ? { event, json, bytes } : { event, json, bytes, parts };
 }
+
+/**
+ * UTF-8 bytes of a copy's text stored as parts, the sum of its parts' (FreshEvent.parts spells the
+ * text): the head, the offset's digits, `,"createdAt":…,"type":…`, the fields, the run's key,
+ * hop head and hop tail, the source offset's digits twice, and the hop's type and time (the type
+ * is the copy's, the time a plain 24-character text). What repeats is measured once: the run's
+ * texts per run, the type with the head texts, the time while it stays the same.
+ */
+function partsBytes(h: HeadTexts, offset: number, input: CopyParts): number {
+  const hop = input.source.copiedFrom[0];
+  if (input.copyRun !== lastRun) {
+    lastRun = input.copyRun;
+    lastRunBytes = utf8Length(lastRun.key) + utf8Length(lastRun.hopHead) + utf8Length(lastRun.hopTail);
+  }
+  return (
+    h.pathBytes +
+    digits(offset) +
+    h.createdAtTypeBytes +
+    utf8Length(input.copyFields) +
+    lastRunBytes +
+    2 * digits(hop.offset) +
+    HOP_TYPE_TIME_BYTES +
+    h.typeBytes +
+    lastTimeBytes
+  );
+}
+let lastRun: CopyRunTexts | undefined;
+let lastRunBytes = 0;
+/** `,"type":""` and `,"createdAt":""` around the hop's type and time. */
+const HOP_TYPE_TIME_BYTES = ',"type":""'.length + ',"createdAt":""'.length;
+
+/** Whether a source time is JSON as it stands between quotes (quotesAsItStands), remembering its UTF-8 bytes for partsBytes. */
+function plainTime(text: string): boolean {
+  if (text === lastTime) return true;
+  if (!quotesAsItStands(text)) return false;
+  lastTime = text;
+  lastTimeBytes = utf8Length(text);
+  return true;
+}
+let lastTime = '';
+let lastTimeBytes = 0;
 
 /**
  * Whether `JSON.stringify(text)` is `text` between quotes: no quote, backslash, control character
@@ -252,7 +307,12 @@ export function decideAppend(env: DecideEnv, inputs: readonly AppendInput[]): Ap
     head = event.offset;
     fold.add(event);
     fresh.push(f);
-    if (event.idempotencyKey !== undefined && index + 1 < inputs.length) (inBatch ??= new Map()).set(event.idempotencyKey, event);
+    // A copy's key is its batch's key head and its source offset, which increase within a batch
+    // (validateCopyBatch), and no other input of a batch has a copy key: no later input can repeat
+    // it, so copies are not remembered (a Map entry, and the hash of a ~100-character key, per copy).
+    if (event.idempotencyKey !== undefined && index + 1 < inputs.length && input.source === undefined) {
+      (inBatch ??= new Map()).set(event.idempotencyKey, event);
+    }
     results.push(event);
   }
 
