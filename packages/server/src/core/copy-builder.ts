@@ -47,10 +47,13 @@ export interface CopyBatch extends Stamp {
  * The texts every copy of one batch shares, for storing its copies as parts (engine/copy-rows.ts):
  * `head` is the receiving stream's `{"path":…,"offset":`, `key` is `,"idempotencyKey":"…` up to the
  * source offset, `hopHead` the key's end and the hop up to the source offset, `hopTail` the hop's
- * last members and the event's end (see afterTypeJson).
+ * last members and the event's end (see afterTypeJson). `keyHead` is the copies' idempotency key up
+ * to the source offset, as the key spells it (one string for the batch: its copies' key claims
+ * compare it by reference, engine/copy-claims.ts).
  */
 export interface CopyRunTexts {
   head: string;
+  keyHead: string;
   key: string;
   hopHead: string;
   hopTail: string;
@@ -178,6 +181,7 @@ function copyTexts(batch: CopyBatch, keyHead: string, receivingPath: string): Co
   return {
     run: {
       head: `{"path":${j(receivingPath)},"offset":`,
+      keyHead,
       key: `,"idempotencyKey":${j(keyHead).slice(0, -1)}`,
       hopHead:
         `]","source":{"copiedFrom":[{"projectId":${j(batch.projectId)},"path":${j(batch.path)},"streamId":${j(batch.streamId)}` +

@@ -77,6 +77,17 @@ describe('copy keys cut in two (splitCopyKey)', () => {
     ]);
     expect(() => claimsOf([rows[1]!, rows[0]!])).toThrow('storage: copy key of source offset 1 follows 2 in one batch');
   });
+
+  it('a run left and taken up again in one batch must go on past where it was left', () => {
+    const row = (head: string, source: number, offset: number) => ({ key: { head, offset: source }, offset });
+    expect(claimsOf([row(HEAD, 1, 10), row(OTHER_RUN, 1, 11), row(HEAD, 2, 12)])).toEqual([
+      { head: HEAD, srcFirst: 1, count: 1, ofsFirst: 10 },
+      { head: OTHER_RUN, srcFirst: 1, count: 1, ofsFirst: 11 },
+      { head: HEAD, srcFirst: 2, count: 1, ofsFirst: 12 },
+    ]);
+    expect(() => claimsOf([row(HEAD, 5, 10), row(OTHER_RUN, 1, 11), row(HEAD, 5, 12)])).toThrow('storage: copy key of source offset 5 follows 5 in one batch');
+    expect(() => claimsOf([row(HEAD, 5, 10), row(OTHER_RUN, 1, 11), row(OTHER_RUN, 2, 12), row(HEAD, 3, 13)])).toThrow('storage: copy key of source offset 3 follows 5 in one batch');
+  });
 });
 
 for (const adapter of testStorages(cleanups, 'rivulet-copy-claims-')) {
@@ -188,6 +199,22 @@ for (const adapter of testStorages(cleanups, 'rivulet-copy-claims-')) {
       // Another run has no old key: its batches take the quick path.
       expect(fresh.insertIfNewKeys(1, copies(4, 1, 3, OTHER_RUN))).toBe(true);
       void rows;
+    });
+
+    it('a key of a run that format 6 wrote after the last move (in its row only) is met by a batch that repeats it', async () => {
+      const { storage } = await open();
+      // As format 6 wrote a copy past the watermark: the key in the row's idem column only, not yet moved.
+      storage.transaction(() => {
+        const old = copy(1, 1);
+        storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 1, 't', 0, ?, 0, ?)`, old.idempotencyKey!, old.json);
+      });
+      const fresh = new EventRows(storage, undefined);
+      expect(tried(storage, () => fresh.insertIfNewKeys(1, [copy(2, 1), copy(3, 2)]))).toBe(false);
+      expect(fresh.byKey(1, copyKey(1))).toEqual({ offset: 1, idempotencyKey: copyKey(1) });
+      // Once moved (into event_keys), the run is one with old keys, as in the test above.
+      fresh.keys.move();
+      expect(tried(storage, () => fresh.insertIfNewKeys(1, [copy(2, 1), copy(3, 2)]))).toBe(false);
+      expect(fresh.insertIfNewKeys(1, copies(2, 1, 3, OTHER_RUN))).toBe(true);
     });
 
     it('a destroyed stream takes its claims along, in one go or in chunks counted with the rows', async () => {

@@ -116,8 +116,7 @@ export class CopyClaims {
    * key in event_keys; answers false, having written nothing, otherwise (the caller then decides
    * again with the keys looked up one by one). `rows` in the order they are written.
    */
-  claimIfFree(sid: number, rows: readonly CopyRow[]): boolean {
-    const claims = claimsOf(rows);
+  claimIfFree(sid: number, claims: readonly CopyClaim[]): boolean {
     for (const claim of claims) {
       const last = claim.srcFirst + claim.count - 1;
       if (this.near(sid, claim.head, claim.srcFirst, last).some((c) => overlaps(c, claim.srcFirst, last))) return false;
@@ -129,8 +128,8 @@ export class CopyClaims {
   }
 
   /** Claims the copies of a batch that were looked up one by one and found unclaimed. */
-  claim(sid: number, rows: readonly CopyRow[]): void {
-    this.insert(sid, claimsOf(rows));
+  claim(sid: number, claims: readonly CopyClaim[]): void {
+    this.insert(sid, claims);
   }
 
   /** Deletes the claims of stream `sid`, at most `maxRows` of them when given; answers how many. */
@@ -165,26 +164,42 @@ function overlaps(c: CopyClaim, first: number, last: number): boolean {
 }
 
 /**
- * The claims of copy rows in write order: a new claim wherever the head changes or either offset
- * does not go on by one. Source offsets of one head must increase (a batch repeating one would
- * claim it twice): otherwise this throws before anything is written.
+ * The claims of copy rows, added in write order (ClaimsBuilder.add): a new claim wherever the head
+ * changes or either offset does not go on by one. Source offsets of one head must increase (a batch
+ * repeating one would claim it twice): otherwise `add` throws before anything is written. The
+ * copies of a drain's batch share one head (the same string, when they are stored as parts), so a
+ * copy costs a comparison or two and no object.
  */
-export function claimsOf(rows: readonly CopyRow[]): CopyClaim[] {
-  const claims: CopyClaim[] = [];
-  let open: CopyClaim | undefined;
-  const lastOf = new Map<string, number>();
-  for (const { key, offset } of rows) {
-    const before = lastOf.get(key.head);
-    if (before !== undefined && key.offset <= before) {
-      throw new Error(`storage: copy key of source offset ${key.offset} follows ${before} in one batch`);
+export class ClaimsBuilder {
+  readonly claims: CopyClaim[] = [];
+  private open: CopyClaim | undefined;
+  /** The last source offset of each head left behind, made when a batch has a second head. */
+  private lastOf: Map<string, number> | undefined;
+
+  add(head: string, srcOffset: number, offset: number): void {
+    const open = this.open;
+    if (open !== undefined && open.head === head) {
+      const last = open.srcFirst + open.count - 1;
+      if (srcOffset <= last) throw outOfOrder(srcOffset, last);
+      if (srcOffset === last + 1 && open.ofsFirst + open.count === offset) {
+        open.count++;
+        return;
+      }
+    } else {
+      if (open !== undefined) (this.lastOf ??= new Map()).set(open.head, open.srcFirst + open.count - 1);
+      const before = this.lastOf?.get(head);
+      if (before !== undefined && srcOffset <= before) throw outOfOrder(srcOffset, before);
     }
-    lastOf.set(key.head, key.offset);
-    if (open !== undefined && open.head === key.head && open.srcFirst + open.count === key.offset && open.ofsFirst + open.count === offset) {
-      open.count++;
-      continue;
-    }
-    open = { head: key.head, srcFirst: key.offset, count: 1, ofsFirst: offset };
-    claims.push(open);
+    this.open = { head, srcFirst: srcOffset, count: 1, ofsFirst: offset };
+    this.claims.push(this.open);
   }
-  return claims;
+}
+
+const outOfOrder = (offset: number, before: number) => new Error(`storage: copy key of source offset ${offset} follows ${before} in one batch`);
+
+/** The claims of copy rows in write order (ClaimsBuilder). */
+export function claimsOf(rows: readonly CopyRow[]): CopyClaim[] {
+  const builder = new ClaimsBuilder();
+  for (const { key, offset } of rows) builder.add(key.head, key.offset, offset);
+  return builder.claims;
 }

@@ -40,7 +40,7 @@ export const EVENT_BODY = `(CASE WHEN e.copy_run IS NULL THEN e.body ELSE
 END)`;
 
 /** A copy's whole text from its row and run, in JavaScript: what EVENT_BODY gives (copy-rows.test.ts compares the two). */
-export function copyText(run: CopyRunTexts, row: { ofs: number; type: string; body: string; src_ofs: number }): string {
+export function copyText(run: Omit<CopyRunTexts, 'keyHead'>, row: { ofs: number; type: string; body: string; src_ofs: number }): string {
   const { ofs, type, body, src_ofs: source } = row;
   return (
     `${run.head}${ofs},"createdAt":"${body.slice(0, 24)}","type":"${type}"${body.slice(48)}` +

@@ -7,7 +7,7 @@
  * this class; the SQL of the keys is here.
  */
 import type { SqlStorage } from '../ports/storage.js';
-import { CopyClaims, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
+import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
@@ -64,6 +64,8 @@ export class EventKeys {
    */
   private readonly recent = new Map<number, Map<string, number>>();
   private recentCount = 0;
+  /** How many of the map's keys are copies' (only rows storage format 6 wrote keep one in `idem`). */
+  private recentCopyKeys = 0;
   private epoch = -1;
   private watermark = 0;
   private rowsSinceMove = 0;
@@ -220,6 +222,7 @@ export class EventKeys {
     this.watermark = top;
     this.recent.clear();
     this.recentCount = 0;
+    this.recentCopyKeys = 0;
     this.rowsSinceMove = 0;
   }
 
@@ -247,8 +250,17 @@ export class EventKeys {
   private remember(sid: number, key: string, offset: number): void {
     let mine = this.recent.get(sid);
     if (mine === undefined) this.recent.set(sid, (mine = new Map()));
-    if (!mine.has(key)) this.recentCount++;
+    if (!mine.has(key)) {
+      this.recentCount++;
+      if (isCopyKey(key)) this.recentCopyKeys++;
+    }
     mine.set(key, offset);
+  }
+
+  /** Whether the map may hold a copy's key (loaded from rows storage format 6 wrote): only then is a copy's key looked up in it. */
+  recentHoldsCopyKeys(): boolean {
+    this.load();
+    return this.recentCopyKeys > 0;
   }
 
   /** Loads the watermark and the keys past it, unless they are loaded at the storage's epoch. */
@@ -259,6 +271,7 @@ export class EventKeys {
     this.watermark = stored === undefined ? 0 : Number(stored[0]);
     this.recent.clear();
     this.recentCount = 0;
+    this.recentCopyKeys = 0;
     for (const [sid, key, offset] of this.storage.execRows(`SELECT sid, idem, ofs FROM events WHERE rowid > ? AND idem IS NOT NULL`, this.watermark)) {
       this.remember(sid as number, key as string, offset as number);
     }

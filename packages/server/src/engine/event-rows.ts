@@ -9,7 +9,7 @@
 import type { CommittedEvent } from '@rivulet/contract';
 import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
-import { isCopyKey, splitCopyKey, type CopyRow } from './copy-claims.js';
+import { ClaimsBuilder, isCopyKey, splitCopyKey } from './copy-claims.js';
 import { CopyRuns, EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
 import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
@@ -172,16 +172,26 @@ export class EventRows {
   insertIfNewKeys(sid: number, rows: readonly EventRowInput[]): boolean {
     if (rows.length === 1) return this.writeUnlessStored(sid, rows) === undefined;
     let keyed = 0;
-    let copies: CopyRow[] | undefined;
+    let copies: ClaimsBuilder | undefined;
+    // The map holds copy keys only from rows storage format 6 wrote: copies are looked for in it only then.
+    const legacyCopies = this.keys.recentHoldsCopyKeys();
     for (const row of rows) {
-      if (row.idempotencyKey === undefined) continue;
-      if (this.keys.recentOffset(sid, row.idempotencyKey) !== undefined) return false;
-      // A copy's key is claimed with its batch's as a range (copy-claims.ts), not in event_keys.
-      const copy = splitCopyKey(row.idempotencyKey);
-      if (copy !== undefined) (copies ??= []).push({ key: copy, offset: row.offset });
+      const key = row.idempotencyKey;
+      if (key === undefined) continue;
+      // A copy's key is claimed with its batch's as a range (copy-claims.ts), not in event_keys. A
+      // copy stored as parts carries its key's head and source offset; others are cut from the key.
+      const parts = row.stored?.parts;
+      if (parts !== undefined) {
+        if (legacyCopies && this.keys.recentOffset(sid, key) !== undefined) return false;
+        (copies ??= new ClaimsBuilder()).add(parts.copyRun.keyHead, parts.source.copiedFrom[0].offset, row.offset);
+        continue;
+      }
+      const copy = splitCopyKey(key);
+      if ((copy === undefined || legacyCopies) && this.keys.recentOffset(sid, key) !== undefined) return false;
+      if (copy !== undefined) (copies ??= new ClaimsBuilder()).add(copy.head, copy.offset, row.offset);
       else keyed++;
     }
-    if (copies !== undefined && !this.keys.copies.claimIfFree(sid, copies)) return false;
+    if (copies !== undefined && !this.keys.copies.claimIfFree(sid, copies.claims)) return false;
     this.writeClaimed(sid, rows);
     return keyed === 0 || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
   }
@@ -189,21 +199,21 @@ export class EventRows {
   /** Writes the rows in order up to the first whose key is stored, and answers that row (undefined when all were written). */
   private writeUnlessStored(sid: number, rows: readonly EventRowInput[]): EventRowInput | undefined {
     const batch = rows.length > 1;
-    let copies: CopyRow[] | undefined;
+    let copies: ClaimsBuilder | undefined;
     for (const row of rows) {
       const key = row.idempotencyKey;
       const copy = key === undefined ? undefined : splitCopyKey(key);
       if (copy !== undefined) {
         // Looked up one by one (format 6 may have claimed it in event_keys), claimed as ranges below.
         if (this.keys.offsetOf(sid, key!, copy) !== undefined) return row;
-        (copies ??= []).push({ key: copy, offset: row.offset });
+        (copies ??= new ClaimsBuilder()).add(copy.head, copy.offset, row.offset);
         this.write(sid, row, true);
         continue;
       }
       if (key !== undefined && !(batch ? this.keys.claim(sid, key, row.offset) : this.keys.offsetOf(sid, key) === undefined)) return row;
       this.write(sid, row, batch);
     }
-    if (copies !== undefined) this.keys.copies.claim(sid, copies);
+    if (copies !== undefined) this.keys.copies.claim(sid, copies.claims);
     return undefined;
   }
 
