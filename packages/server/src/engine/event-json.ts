@@ -10,7 +10,9 @@
  *
  * A delivery that changes nothing of an event cuts its payload and metadata out of that text
  * (`storedFieldsJson`) instead of serialising them again: a copy's text is spliced from them
- * (core/copy-builder.ts), and the delivery's size is measured on them (delivery/prepare.ts).
+ * (core/copy-builder.ts), and the delivery's size is measured on them (delivery/prepare.ts). A
+ * copy batch's source events read with SQL carry no text: collect.ts hands their texts over beside
+ * them, given to `storedFieldsJson` as its second argument.
  */
 import type { CommittedEvent } from '@rivulet/contract';
 
@@ -39,8 +41,7 @@ export function committedJson(event: CommittedEvent): string {
  * The cut equals what serialising the parsed members again would write: `JSON.stringify` of
  * `JSON.parse` of its own output is the same text (stored-fields-json.test.ts holds it on generated events).
  */
-export function storedFieldsJson(event: CommittedEvent): string | undefined {
-  const text = (event as WithText)[TEXT];
+export function storedFieldsJson(event: CommittedEvent, text: string | undefined = (event as WithText)[TEXT]): string | undefined {
   if (text === undefined || event.source !== undefined || event.ephemeral !== undefined) return undefined;
   // The head, member by member where it stands (no head string built): `{"path":…,"offset":…,
   // "createdAt":…,"type":…`. Path, time and type repeat from event to event: their JSON is cached.

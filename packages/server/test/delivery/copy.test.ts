@@ -67,6 +67,24 @@ describe('copies', () => {
     expect(h.core('/r').subscriptions.outbound.byKey).toEqual({});
   });
 
+  it('untransformed copies of a batch a condition thins out are stored as parts, each with its own source event', async () => {
+    h = await createHarness();
+    for (let n = 1; n <= 40; n++) await h.append('/a', x(n));
+    await subscribeToEventsFrom((path) => h.actor(path), '/r', {
+      sourceStreamPath: '/a',
+      subscriptionKey: 'odd',
+      filter: { eventTypes: ['app/x'], jsonataCondition: 'payload.n % 2 = 1' },
+      delivery: { start: 'beginning' },
+    });
+    await h.caughtUp('/a', 'odd');
+    const copies = h.events('/r').filter((e) => e.type === 'app/x');
+    expect(copies.map((c) => c.payload)).toEqual(Array.from({ length: 20 }, (_, i) => ({ n: 2 * i + 1 })));
+    expect(copies.map((c) => hopsOf(c)[0]!.offset)).toEqual(h.events('/a').filter((e) => e.type === 'app/x' && (e.payload as { n: number }).n % 2 === 1).map((e) => e.offset));
+    // Stored as parts (engine/copy-rows.ts): the copy was spliced from its own source event's text.
+    const parts = h.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE copy_run IS NOT NULL`)[0]!.n;
+    expect(parts).toBe(20);
+  });
+
   it('a redelivered batch of the same run collapses; an older run is fenced off; a newer one copies again', async () => {
     h = await createHarness();
     const first = await h.configure('/a', copySub('k', '/r', { eventTypes: ['app/x'] }));

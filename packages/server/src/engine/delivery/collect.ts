@@ -24,10 +24,15 @@ export interface CollectLimits {
   head?: number;
 }
 
+/**
+ * `texts` are the events' stored JSON texts, one per event. The events of a copy subscription read
+ * with SQL do not carry theirs (engine/event-json.ts): a copy batch needs each text once, to cut
+ * its payload and metadata out, and attaching it to the event costs more than that.
+ */
 export type Collected =
-  | { kind: 'events'; events: CommittedEvent[]; bytes: number; scannedTo: number }
+  | { kind: 'events'; events: CommittedEvent[]; texts: string[]; bytes: number; scannedTo: number }
   | { kind: 'none'; scannedTo: number }
-  | { kind: 'condition-error'; events: CommittedEvent[]; bytes: number; failingOffset: number; error: string };
+  | { kind: 'condition-error'; events: CommittedEvent[]; texts: string[]; bytes: number; failingOffset: number; error: string };
 
 /** What judging an event answers: deliver it, pass over it, or the error its condition threw. */
 export type Judgement = 'skip' | 'match' | { error: string };
@@ -82,7 +87,9 @@ export async function collectBatch(
   if (sid === null || cursor >= head) return { kind: 'none', scannedTo: cursor };
   const filter = entry.configuration.filter;
   const withCondition = Boolean(filter?.jsonataCondition);
+  const copying = entry.configuration.receiver.action === 'copy-to-stream';
   const events: CommittedEvent[] = [];
+  const texts: string[] = [];
   let bytes = 0;
   let scannedTo = cursor;
   let scanned = 0;
@@ -106,23 +113,24 @@ export async function collectBatch(
       let event = row.event;
       if (event === undefined) {
         event = JSON.parse(row.json) as CommittedEvent;
-        rememberJson(event, row.json);
+        if (!copying) rememberJson(event, row.json);
       } else if (event.ephemeral === true) continue; // never delivered: the SQL read leaves them out
       // judgeEvent in two steps, so that without a condition no promise is made and awaited per event.
       let judged: Judgement = skippedBeforeCondition(entry, event) ? 'skip' : 'match';
       if (judged === 'match' && withCondition) judged = await judgeCondition(entry, event, actor.expressionBudget);
-      if (typeof judged === 'object') return { kind: 'condition-error', events, bytes, failingOffset: event.offset, error: judged.error };
+      if (typeof judged === 'object') return { kind: 'condition-error', events, texts, bytes, failingOffset: event.offset, error: judged.error };
       if (judged === 'match') {
         // UTF-8 bytes, as every size limit counts (protocol §1.1, §12.3).
         const size = utf8Length(row.json);
         if (events.length > 0 && bytes + size > limits.maxBytes) {
-          return { kind: 'events', events, bytes, scannedTo };
+          return { kind: 'events', events, texts, bytes, scannedTo };
         }
         events.push(event);
+        texts.push(row.json);
         bytes += size;
       }
       scannedTo = event.offset;
-      if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, bytes, scannedTo };
+      if (events.length >= limits.maxEvents || bytes >= limits.maxBytes) return { kind: 'events', events, texts, bytes, scannedTo };
     }
     scanned += rows.length;
     // All of the range held in memory, or fewer rows than asked: everything up to the head has been
@@ -135,7 +143,7 @@ export async function collectBatch(
     pageSize = Math.min(pageSize * 2, limits.scanRows - scanned);
   }
   if (events.length === 0) return { kind: 'none', scannedTo };
-  return { kind: 'events', events, bytes, scannedTo };
+  return { kind: 'events', events, texts, bytes, scannedTo };
 }
 
 /**

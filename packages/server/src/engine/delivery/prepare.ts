@@ -74,10 +74,10 @@ export function readsAhead(entry: OutboundEntry, row: SubscriptionRow): boolean 
   return entry.configuration.receiver.action === 'webhook-post' && !row.isolate;
 }
 
-/** An event delivered without a transform: the shaped event is the event's own fields. */
-function deliveredAsStored(event: CommittedEvent): DeliveredEvent {
+/** An event delivered without a transform: the shaped event is the event's own fields (`text`: its stored JSON, when it does not carry it; collect.ts). */
+function deliveredAsStored(event: CommittedEvent, text: string | undefined): DeliveredEvent {
   const delivered: DeliveredEvent = { event, shaped: unshaped(event) };
-  const fieldsJson = storedFieldsJson(event);
+  const fieldsJson = storedFieldsJson(event, text);
   if (fieldsJson !== undefined) delivered.fieldsJson = fieldsJson;
   return delivered;
 }
@@ -135,7 +135,8 @@ export class DeliveryPreparer {
     const delivered: DeliveredEvent[] = [];
     if (transformOf(entry) === undefined) {
       // Nothing to shape: the events go as they are, with the stored text of what they carry.
-      for (const event of collected.events) delivered.push(deliveredAsStored(event));
+      const { events, texts } = collected;
+      for (let i = 0; i < events.length; i++) delivered.push(deliveredAsStored(events[i]!, texts?.[i]));
       const last = delivered[delivered.length - 1]!.event.offset;
       return this.prepared(key, entry, row.cursor, collected.kind === 'events' ? collected.scannedTo : last, row.attempt + 1, delivered);
     }
@@ -176,7 +177,7 @@ export class DeliveryPreparer {
           : await collectBatch(actor, entry, cursor, { maxEvents: batchEvents(entry), maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head });
       if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
       const delivered: DeliveredEvent[] = [];
-      if (transformOf(entry) === undefined) for (const event of owed.events) delivered.push(deliveredAsStored(event));
+      if (transformOf(entry) === undefined) for (let i = 0; i < owed.events.length; i++) delivered.push(deliveredAsStored(owed.events[i]!, owed.texts?.[i]));
       else for (const event of owed.events) delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
       return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {

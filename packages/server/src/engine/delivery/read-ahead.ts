@@ -18,11 +18,14 @@ import type { CommittedEvent, OutboundEntry } from '@rivulet/contract';
 import type { StreamActor } from '../actor.js';
 import { collectBatch } from './collect.js';
 
-/** What a subscription owes after a cursor: collect.ts's answer, without its byte count. */
+/**
+ * What a subscription owes after a cursor: collect.ts's answer, without its byte count (and
+ * without the texts, which the events read ahead carry themselves: only copies' do not).
+ */
 export type Owed =
-  | { kind: 'events'; events: CommittedEvent[]; scannedTo: number }
+  | { kind: 'events'; events: CommittedEvent[]; texts?: string[]; scannedTo: number }
   | { kind: 'none'; scannedTo: number }
-  | { kind: 'condition-error'; events: CommittedEvent[]; failingOffset: number; error: string };
+  | { kind: 'condition-error'; events: CommittedEvent[]; texts?: string[]; failingOffset: number; error: string };
 
 interface Ahead {
   event: CommittedEvent;

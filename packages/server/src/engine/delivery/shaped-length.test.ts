@@ -32,6 +32,10 @@ describe('shapedLength', () => {
         const bytes = Buffer.byteLength(JSON.stringify(shaped));
         expect(shapedLength({ event, shaped, fieldsJson: fieldsJson! })).toBe(bytes);
         expect(shapedLength({ event, shaped })).toBe(bytes);
+        // A copy's source event read with SQL carries no text; given beside it, the cut is the same (collect.ts).
+        const bare = JSON.parse(stored) as CommittedEvent;
+        expect(storedFieldsJson(bare)).toBeUndefined();
+        expect(storedFieldsJson(bare, stored)).toBe(fieldsJson);
       }),
       { numRuns: 300 },
     );
