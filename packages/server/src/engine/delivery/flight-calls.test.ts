@@ -106,6 +106,27 @@ describe('FlightCalls', () => {
     expect(time.live()).toBe(0);
   });
 
+  it('a flight that is not abortable hands every call one signal that never aborts, and still times calls out', async () => {
+    const time = manualTime();
+    const calls = new FlightCalls(time.clock, time.timer, false);
+    const first = pending();
+    const one = calls.call(first.send, 1_000);
+    await time.advance(1_000);
+    expect(await one).toEqual({ ok: false, kind: 'unavailable', error: 'delivery timed out after 1000 ms' });
+    expect(first.signal().aborted).toBe(false);
+    const second = pending();
+    const two = calls.call(second.send, 1_000);
+    expect(second.signal()).toBe(first.signal());
+    second.answer(OK);
+    expect(await two).toEqual(OK);
+    // Another flight's signal is the same one: no AbortController per flight.
+    const other = pending();
+    void new FlightCalls(time.clock, time.timer, false).call(other.send, 1_000);
+    expect(other.signal()).toBe(first.signal());
+    expect(other.signal().aborted).toBe(false);
+    calls.end();
+  });
+
   it('ignores an answer that comes after the timeout', async () => {
     const time = manualTime();
     const calls = new FlightCalls(time.clock, time.timer);

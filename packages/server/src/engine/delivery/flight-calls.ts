@@ -25,6 +25,9 @@ interface Out {
   settle(outcome: DeliveryOutcome): void;
 }
 
+/** The signal of calls that cannot be cut short: nothing ever aborts it. */
+const NEVER_ABORTED = new AbortController().signal;
+
 export class FlightCalls {
   private controller: AbortController | undefined;
   private out: Out | undefined;
@@ -32,9 +35,15 @@ export class FlightCalls {
   /** When the timer that is set goes off, in clock time. */
   private firesAt = 0;
 
+  /**
+   * `abortable` false: the flight's receiver never reads the signal (Receiver.ignoresSignal), so its
+   * calls get one that never aborts and no AbortController is made: making one cost several
+   * microseconds, once per flight, which is once per event for a live copy.
+   */
   constructor(
     private readonly clock: Clock,
     private readonly timer: Timer,
+    private readonly abortable = true,
   ) {}
 
   /**
@@ -42,7 +51,7 @@ export class FlightCalls {
    * or by the timeout (*unavailable*), whichever comes first. A synchronous throw rejects.
    */
   call(send: (signal: AbortSignal) => Promise<DeliveryOutcome>, timeoutMs: number): Promise<DeliveryOutcome> {
-    const controller = (this.controller ??= new AbortController());
+    const signal = this.abortable ? (this.controller ??= new AbortController()).signal : NEVER_ABORTED;
     const deadline = this.clock.now() + timeoutMs;
     return new Promise<DeliveryOutcome>((resolve, reject) => {
       let settled = false;
@@ -60,7 +69,7 @@ export class FlightCalls {
       this.arm(deadline);
       let sent: Promise<DeliveryOutcome>;
       try {
-        sent = send(controller.signal);
+        sent = send(signal);
       } catch (error) {
         settled = true;
         if (this.out === out) this.out = undefined;

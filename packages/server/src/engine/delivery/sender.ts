@@ -394,7 +394,7 @@ export class StreamSender implements SendLoop {
     const action = prepared.ctx.entry.configuration.receiver.action;
     const receiver = this.deps.receivers[action];
     if (!receiver) return Promise.resolve({ ok: false, kind: 'unavailable', error: `this server has no ${action} receiver` });
-    const calls = (flight.calls ??= new FlightCalls(this.deps.clock, this.deps.timer));
+    const calls = (flight.calls ??= new FlightCalls(this.deps.clock, this.deps.timer, receiver.ignoresSignal !== true));
     return calls.call((signal) => (prepared.call ? prepared.call.send(signal, onSent) : receiver.deliver({ ...prepared.ctx, signal }, prepared.delivered)), timeoutMs);
   }
 }

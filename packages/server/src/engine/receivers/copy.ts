@@ -26,6 +26,7 @@ export function copyReceiver(directory: StreamDirectory): Receiver {
   const write = directory.writeCopies?.bind(directory);
   return {
     durableWithSource: write !== undefined,
+    ignoresSignal: true,
     async deliver(ctx, events) {
       const receiver = ctx.entry.configuration.receiver;
       if (receiver.action !== 'copy-to-stream') throw new Error('copy receiver given another action');

@@ -48,6 +48,12 @@ export interface Receiver {
    * joins its source's group commit (docs/architecture.md "Copies in the source's commit").
    */
   durableWithSource?: boolean;
+  /**
+   * This receiver never reads `ctx.signal` (a copy is a write into a stream, not a request that a
+   * timeout could cut short): it is given a signal that never aborts, and its flights make no
+   * AbortController (delivery/flight-calls.ts). The delivery timeout still settles its calls.
+   */
+  ignoresSignal?: boolean;
 }
 
 export type ReceiverAction = 'copy-to-stream' | 'itx-call' | 'webhook-post' | 'processor-wake';
