@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { testStorages } from '../../test/helpers/test-storages.js';
 import type { SqlStorage } from '../ports/storage.js';
-import { claimsOf, splitCopyKey } from './copy-claims.js';
+import { ClaimsBuilder, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EventRows, type EventRowInput } from './event-rows.js';
 import { openSchema } from './schema.js';
 
@@ -44,6 +44,13 @@ function tried<T>(storage: SqlStorage, fn: () => T): T {
     if ((error as Error).message !== 'undone') throw error;
   }
   return answer as T;
+}
+
+/** The claims of copy rows (their keys cut in two, their stored offsets) in write order. */
+function claimsOf(rows: ReadonlyArray<{ key: CopyKey; offset: number }>) {
+  const builder = new ClaimsBuilder();
+  for (const { key, offset } of rows) builder.add(key.head, key.offset, offset);
+  return builder.claims;
 }
 
 const claims = (storage: SqlStorage) => storage.exec(`SELECT sid, head, src_first, count, ofs_first FROM copy_claims ORDER BY sid, head, src_first`);

@@ -64,12 +64,6 @@ export interface CopyClaim {
   ofsFirst: number;
 }
 
-/** A copy row about to be written: its key cut in two and its offset in the receiving stream. */
-export interface CopyRow {
-  key: CopyKey;
-  offset: number;
-}
-
 /**
  * The claims of `head` that may hold a source offset in [first, last]: the last one starting at
  * or below `first`, and every one starting up to `last`, in source order.
@@ -196,10 +190,3 @@ export class ClaimsBuilder {
 }
 
 const outOfOrder = (offset: number, before: number) => new Error(`storage: copy key of source offset ${offset} follows ${before} in one batch`);
-
-/** The claims of copy rows in write order (ClaimsBuilder). */
-export function claimsOf(rows: readonly CopyRow[]): CopyClaim[] {
-  const builder = new ClaimsBuilder();
-  for (const { key, offset } of rows) builder.add(key.head, key.offset, offset);
-  return builder.claims;
-}
