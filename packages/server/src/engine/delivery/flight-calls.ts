@@ -25,8 +25,11 @@ interface Out {
   settle(outcome: DeliveryOutcome): void;
 }
 
-/** The signal of calls that cannot be cut short: nothing ever aborts it. */
-const NEVER_ABORTED = new AbortController().signal;
+/**
+ * The signal of calls that cannot be cut short: nothing ever aborts it. Made at its first use, not
+ * when the module loads: workerd refuses to start a Worker that makes one in its global scope.
+ */
+let neverAborted: AbortSignal | undefined;
 
 export class FlightCalls {
   private controller: AbortController | undefined;
@@ -51,7 +54,7 @@ export class FlightCalls {
    * or by the timeout (*unavailable*), whichever comes first. A synchronous throw rejects.
    */
   call(send: (signal: AbortSignal) => Promise<DeliveryOutcome>, timeoutMs: number): Promise<DeliveryOutcome> {
-    const signal = this.abortable ? (this.controller ??= new AbortController()).signal : NEVER_ABORTED;
+    const signal = this.abortable ? (this.controller ??= new AbortController()).signal : (neverAborted ??= new AbortController().signal);
     const deadline = this.clock.now() + timeoutMs;
     return new Promise<DeliveryOutcome>((resolve, reject) => {
       let settled = false;
