@@ -156,13 +156,15 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
     json = `${h.path}${offset}${h.createdAtType}${input.jsonAfterType}`;
     const run = input.copyRun;
     const hop = input.source?.copiedFrom[0];
+    let timeBytes = -1;
     if (run !== undefined && input.copyFields !== undefined && hop !== undefined && input.source!.copiedFrom.length === 1 && run.head === h.path) {
-      if (env.now.length === 24 && hop.createdAt.length === 24 && quotesAsItStands(input.type) && plainTime(hop.createdAt)) parts = input as CopyParts;
+      if (env.now.length === 24 && hop.createdAt.length === 24 && quotesAsItStands(input.type)) timeBytes = plainTimeBytes(hop.createdAt);
+      if (timeBytes >= 0) parts = input as CopyParts;
     }
     // A copy stored as parts is measured from its parts: its text stays the join of texts it is
     // made of, never one flat string of ~770 characters per copy (docs/performance.md "A copy's
     // size from its parts").
-    bytes = parts === undefined ? utf8Length(json) : partsBytes(h, offset, parts);
+    bytes = parts === undefined ? utf8Length(json) : partsBytes(h, offset, parts, timeBytes);
   }
   if (bytes > env.maxEventBytes) {
     throw new RivuletError('PAYLOAD_TOO_LARGE', `an event is ${bytes} bytes as JSON; the limit is ${env.maxEventBytes} bytes`, {
@@ -180,7 +182,7 @@ function freshEvent(env: DecideEnv, offset: number, input: AppendInput, heads?: 
  * is the copy's, the time a plain 24-character text). What repeats is measured once: the run's
  * texts per run, the type with the head texts, the time while it stays the same.
  */
-function partsBytes(h: HeadTexts, offset: number, input: CopyParts): number {
+function partsBytes(h: HeadTexts, offset: number, input: CopyParts, timeBytes: number): number {
   const hop = input.source.copiedFrom[0];
   if (input.copyRun !== lastRun) {
     lastRun = input.copyRun;
@@ -195,7 +197,7 @@ function partsBytes(h: HeadTexts, offset: number, input: CopyParts): number {
     2 * digits(hop.offset) +
     HOP_TYPE_TIME_BYTES +
     h.typeBytes +
-    lastTimeBytes
+    timeBytes
   );
 }
 let lastRun: CopyRunTexts | undefined;
@@ -203,13 +205,13 @@ let lastRunBytes = 0;
 /** `,"type":""` and `,"createdAt":""` around the hop's type and time. */
 const HOP_TYPE_TIME_BYTES = ',"type":""'.length + ',"createdAt":""'.length;
 
-/** Whether a source time is JSON as it stands between quotes (quotesAsItStands), remembering its UTF-8 bytes for partsBytes. */
-function plainTime(text: string): boolean {
-  if (text === lastTime) return true;
-  if (!quotesAsItStands(text)) return false;
+/** The UTF-8 bytes of a source time that is JSON as it stands between quotes (quotesAsItStands), -1 for any other; the last one is remembered. */
+function plainTimeBytes(text: string): number {
+  if (text === lastTime) return lastTimeBytes;
+  if (!quotesAsItStands(text)) return -1;
   lastTime = text;
   lastTimeBytes = utf8Length(text);
-  return true;
+  return lastTimeBytes;
 }
 let lastTime = '';
 let lastTimeBytes = 0;

@@ -82,6 +82,13 @@ function deliveredAsStored(event: CommittedEvent, text: string | undefined): Del
   return delivered;
 }
 
+/** What was owed, delivered without a transform: each event with the stored text handed over beside it, if any. */
+function allAsStored({ events, texts }: { events: readonly CommittedEvent[]; texts?: readonly string[] }): DeliveredEvent[] {
+  const delivered: DeliveredEvent[] = [];
+  for (let i = 0; i < events.length; i++) delivered.push(deliveredAsStored(events[i]!, texts?.[i]));
+  return delivered;
+}
+
 /**
  * The UTF-8 bytes of `JSON.stringify(d.shaped)` (a delivery's size, protocol §11 `bytesSent`),
  * measured on the stored text when there is one: `{"type":…` then the payload and metadata
@@ -132,14 +139,13 @@ export class DeliveryPreparer {
       await failures.conditionFailed(key, entry, flight, row, collected.failingOffset, collected.error);
       return undefined;
     }
-    const delivered: DeliveredEvent[] = [];
     if (transformOf(entry) === undefined) {
       // Nothing to shape: the events go as they are, with the stored text of what they carry.
-      const { events, texts } = collected;
-      for (let i = 0; i < events.length; i++) delivered.push(deliveredAsStored(events[i]!, texts?.[i]));
+      const delivered = allAsStored(collected);
       const last = delivered[delivered.length - 1]!.event.offset;
       return this.prepared(key, entry, row.cursor, collected.kind === 'events' ? collected.scannedTo : last, row.attempt + 1, delivered);
     }
+    const delivered: DeliveredEvent[] = [];
     for (const event of collected.events) {
       try {
         delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
@@ -176,8 +182,8 @@ export class DeliveryPreparer {
           ? await this.readAhead.next(key, flight.run, entry, cursor)
           : await collectBatch(actor, entry, cursor, { maxEvents: batchEvents(entry), maxBytes: MAX_BATCH_BYTES, scanRows: 1000, head });
       if (owed.kind !== 'events' || !this.loop.current(key, flight)) return undefined;
-      const delivered: DeliveredEvent[] = [];
-      if (transformOf(entry) === undefined) for (let i = 0; i < owed.events.length; i++) delivered.push(deliveredAsStored(owed.events[i]!, owed.texts?.[i]));
+      let delivered: DeliveredEvent[] = [];
+      if (transformOf(entry) === undefined) delivered = allAsStored(owed);
       else for (const event of owed.events) delivered.push({ event, shaped: await shapeFor(entry, event, actor.expressionBudget) });
       return this.prepared(key, entry, cursor, owed.scannedTo, 1, delivered);
     } catch {
