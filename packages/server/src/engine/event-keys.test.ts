@@ -252,6 +252,48 @@ for (const adapter of adapters) {
       expect(rows.insertIfNewKeys(1, [keyed(3, 'a')])).toBe(true);
     });
 
+    /** Counts the probes of event_keys for one key (event-keys.ts MOVED_KEY) from here on. */
+    function countProbes(storage: SqlStorage): { count: number } {
+      const probes = { count: 0 };
+      const execRows = storage.execRows.bind(storage);
+      storage.execRows = (sql, ...params) => {
+        if (sql.startsWith('SELECT k.ofs FROM event_keys')) probes.count++;
+        return execRows(sql, ...params);
+      };
+      return probes;
+    }
+
+    it('a fresh key makes no probe of event_keys; a key that got there by any path (move, claim, batch claim) is found by one', async () => {
+      const { storage, rows } = await open();
+      const probes = countProbes(storage);
+      // The first lookup builds the stream's filter (moved-key-filter.ts); every key below comes after it.
+      expect(rows.insertIfNewKeys(1, [keyed(1, 'lone')])).toBe(true);
+      expect(rows.insertIfNewKeys(1, [keyed(2, 'batch-a'), keyed(3, 'batch-b')])).toBe(true);
+      rows.insertAll(1, [row(4, 'checked-a'), row(5, 'checked-b')]);
+      expect(probes.count).toBe(0);
+      rows.keys.move();
+      expect(movedKeys(storage)).toBe(5);
+      for (const key of ['lone', 'batch-a', 'batch-b', 'checked-a', 'checked-b']) expect(rows.insertIfNewKeys(1, [keyed(6, key)])).toBe(false);
+      expect(probes.count).toBe(5);
+      expect(rows.insertIfNewKeys(1, [keyed(6, 'fresh')])).toBe(true);
+      expect(rows.insertIfNewKeys(2, [keyed(1, 'lone')])).toBe(true);
+      expect(probes.count).toBe(5);
+      // A restart builds the filter from event_keys.
+      expect(new EventRows(storage, undefined).insertIfNewKeys(1, [keyed(7, 'batch-b')])).toBe(false);
+      expect(probes.count).toBe(6);
+    });
+
+    it('a stream whose moved keys were deleted has its filter built again: its old keys make no probe', async () => {
+      const { storage, rows } = await open();
+      rows.insert(1, row(1, 'k'));
+      rows.keys.move();
+      expect(rows.byKey(1, 'k')).toEqual({ offset: 1, key: 'k' });
+      const probes = countProbes(storage);
+      rows.deleteAll(1);
+      expect(rows.insertIfNewKeys(1, [keyed(1, 'k')])).toBe(true);
+      expect(probes.count).toBe(0);
+    });
+
     it('a destroyed stream takes its moved keys along: a stream given the same sid starts with none', async () => {
       const { storage, rows } = await open();
       rows.insert(1, row(1, 'k'));

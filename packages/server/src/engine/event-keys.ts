@@ -9,6 +9,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
+import { MovedKeyFilters } from './moved-key-filter.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
 export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
@@ -73,16 +74,22 @@ export class EventKeys {
 
   /** The keys of copies, claimed as ranges (copy-claims.ts). */
   readonly copies: CopyClaims;
+  /**
+   * Which keys event_keys may hold (moved-key-filter.ts): told of every key written there below,
+   * so a lookup probes event_keys only for a key it may hold.
+   */
+  private readonly moved: MovedKeyFilters;
 
   constructor(private readonly storage: SqlStorage) {
     this.copies = new CopyClaims(storage);
+    this.moved = new MovedKeyFilters(storage);
   }
 
   /** The offset of the event stored with `key` in stream `sid`, if there is one. */
   offsetOf(sid: number, key: string, copy: CopyKey | undefined = splitCopyKey(key)): number | undefined {
     const recent = this.recentOffset(sid, key);
     if (recent !== undefined) return recent;
-    const moved = this.storage.execRows(MOVED_KEY, sid, key)[0];
+    const moved = this.moved.mayHold(sid, key) ? this.storage.execRows(MOVED_KEY, sid, key)[0] : undefined;
     if (moved !== undefined) return moved[0] as number;
     return copy === undefined ? undefined : this.copies.offsetOf(sid, copy);
   }
@@ -95,13 +102,14 @@ export class EventKeys {
   }
 
   /**
-   * Claims the keys of the rows just written at offsets `first` to `last` of stream `sid`, `keyed`
-   * of them, in one statement (sorted, so they share pages): answers whether every one was
-   * claimed. When not (a key stored, given twice, or met by a stale entry), some may be, and the
-   * caller must undo its transaction (a savepoint).
+   * Claims the keys of the rows just written at offsets `first` to `last` of stream `sid`, `keys`
+   * (every key among those rows), in one statement (sorted, so they share pages): answers whether
+   * every one was claimed. When not (a key stored, given twice, or met by a stale entry), some may
+   * be, and the caller must undo its transaction (a savepoint).
    */
-  claimWritten(sid: number, first: number, last: number, keyed: number): boolean {
-    return this.storage.run(CLAIM_WRITTEN, sid, first, last) === keyed;
+  claimWritten(sid: number, first: number, last: number, keys: readonly string[]): boolean {
+    for (const key of keys) this.moved.added(sid, key);
+    return this.storage.run(CLAIM_WRITTEN, sid, first, last) === keys.length;
   }
 
   /**
@@ -112,6 +120,7 @@ export class EventKeys {
    */
   claim(sid: number, key: string, offset: number): boolean {
     if (this.recentOffset(sid, key) !== undefined) return false;
+    this.moved.added(sid, key);
     if (this.storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (?, ?, ?) ON CONFLICT (sid, idem) DO NOTHING`, sid, key, offset) === 1) return true;
     if (this.storage.execRows(MOVED_KEY, sid, key).length > 0) return false;
     this.storage.run(`UPDATE event_keys SET ofs = ? WHERE sid = ? AND idem = ?`, offset, sid, key);
@@ -154,7 +163,7 @@ export class EventKeys {
       );
       for (const [offset, key, body] of rows) if (recent.get(offset as number) === key) found.set(key as string, body as string);
     }
-    const rest = recent.size === 0 ? keys : keys.filter((key) => !found.has(key));
+    const rest = keys.filter((key) => !found.has(key) && this.moved.mayHold(sid, key));
     if (rest.length > 0) {
       const rows = this.storage.execRows(
         `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
@@ -215,6 +224,7 @@ export class EventKeys {
       // read: only the watermark moves.
       if (this.recentCount > 0) {
         this.storage.run(MOVE_KEYS, this.watermark);
+        for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
       }
       this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
     });
@@ -228,6 +238,7 @@ export class EventKeys {
 
   /** Deletes the moved keys and the copy claims of stream `sid`, at most `maxRows` of them when given; answers how many. */
   deleteStream(sid: number, maxRows?: number): number {
+    this.moved.forget(sid);
     if (maxRows === undefined) return this.storage.run(`DELETE FROM event_keys WHERE sid = ?`, sid) + this.copies.deleteStream(sid);
     const removed = this.storage.run(`DELETE FROM event_keys WHERE sid = ? AND idem IN (SELECT idem FROM event_keys WHERE sid = ? LIMIT ?)`, sid, sid, maxRows);
     return removed < maxRows ? removed + this.copies.deleteStream(sid, maxRows - removed) : removed;

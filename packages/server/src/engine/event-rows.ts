@@ -171,7 +171,7 @@ export class EventRows {
    */
   insertIfNewKeys(sid: number, rows: readonly EventRowInput[]): boolean {
     if (rows.length === 1) return this.writeUnlessStored(sid, rows) === undefined;
-    let keyed = 0;
+    let keyed: string[] | undefined;
     let copies: ClaimsBuilder | undefined;
     // The map holds copy keys only from rows storage format 6 wrote: copies are looked for in it only then.
     const legacyCopies = this.keys.recentHoldsCopyKeys();
@@ -189,11 +189,11 @@ export class EventRows {
       const copy = splitCopyKey(key);
       if ((copy === undefined || legacyCopies) && this.keys.recentOffset(sid, key) !== undefined) return false;
       if (copy !== undefined) (copies ??= new ClaimsBuilder()).add(copy.head, copy.offset, row.offset);
-      else keyed++;
+      else (keyed ??= []).push(key);
     }
     if (copies !== undefined && !this.keys.copies.claimIfFree(sid, copies.claims)) return false;
     this.writeClaimed(sid, rows);
-    return keyed === 0 || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
+    return keyed === undefined || this.keys.claimWritten(sid, rows[0]!.offset, rows[rows.length - 1]!.offset, keyed);
   }
 
   /** Writes the rows in order up to the first whose key is stored, and answers that row (undefined when all were written). */
