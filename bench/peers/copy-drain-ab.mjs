@@ -19,8 +19,12 @@
  * NODE_ARGS_<NAME>="--flag ..." runs that build's server with those Node options (V8 heap flags,
  * say), so one build can be set against itself with and without them.
  *
+ * SETTLE=S runs `sync` and waits S seconds before each server starts, so that the files the last
+ * one wrote are on disk before the next drains (bench/README "The drain's promoted rounds").
+ *
  * Each CLI from `node bench/peers/build-commit.mjs COMMIT`, or packages/cli/bin/rivulet.js.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
 import { call } from '../lib/report.mjs';
@@ -52,7 +56,13 @@ function gcTotals(lines) {
   return { promotedMb: promoted / 1e6, pauseMs, scavenges };
 }
 
+const settleS = Number(process.env.SETTLE ?? 0);
+
 async function drain(name, cli) {
+  if (settleS > 0) {
+    execFileSync('sync');
+    await new Promise((resolve) => setTimeout(resolve, settleS * 1000));
+  }
   const nodeArgs = (process.env[`NODE_ARGS_${name}`] ?? '').split(' ').filter(Boolean);
   const server = await startServer([...nodeArgs, ...(traceGc ? ['--trace-gc-nvp'] : []), cli, 'serve', '--port', '0', '--data', fresh(name), '--durability', 'full'], name);
   let gcLines = [];
