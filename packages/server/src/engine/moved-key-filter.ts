@@ -74,22 +74,24 @@ class Part {
   }
 
   add(hash: Int32Array): void {
-    const base = (hash[0]! & this.blockMask) * BLOCK_WORDS;
-    const step = (hash[0]! >>> 16) | 1;
-    let at = hash[1]!;
-    for (let i = 0; i < this.k; i++, at = (at + step) | 0) {
-      const bit = at & (BLOCK_BITS - 1);
-      this.words[base + (bit >>> 5)]! |= 1 << (bit & 31);
-    }
+    this.probe(hash, true);
   }
 
   test(hash: Int32Array): boolean {
+    return this.probe(hash, false);
+  }
+
+  /** Walks the key's `k` bits in its block: sets them all (`set`), or answers whether all are set. */
+  private probe(hash: Int32Array, set: boolean): boolean {
     const base = (hash[0]! & this.blockMask) * BLOCK_WORDS;
     const step = (hash[0]! >>> 16) | 1;
     let at = hash[1]!;
     for (let i = 0; i < this.k; i++, at = (at + step) | 0) {
       const bit = at & (BLOCK_BITS - 1);
-      if ((this.words[base + (bit >>> 5)]! & (1 << (bit & 31))) === 0) return false;
+      const word = base + (bit >>> 5);
+      const mask = 1 << (bit & 31);
+      if (set) this.words[word]! |= mask;
+      else if ((this.words[word]! & mask) === 0) return false;
     }
     return true;
   }
@@ -104,9 +106,9 @@ const hash = new Int32Array(2);
 /** One stream's filter: parts of doubling capacity, the last one filling. */
 class KeyFilter {
   private readonly parts: Part[] = [];
+  /** The last part's capacity, and the keys it holds. */
   private capacity = 0;
   private inLast = 0;
-  private error = FIRST_ERROR / TIGHTENING;
   private size = 0;
 
   constructor(private readonly firstCapacity: number) {}
@@ -116,8 +118,7 @@ class KeyFilter {
     if (this.size >= MAX_FILTERED_KEYS) return false;
     if (this.inLast >= this.capacity) {
       this.capacity = this.parts.length === 0 ? this.firstCapacity : this.capacity * 2;
-      this.error *= TIGHTENING;
-      this.parts.push(new Part(this.capacity, this.error));
+      this.parts.push(new Part(this.capacity, FIRST_ERROR * TIGHTENING ** this.parts.length));
       this.inLast = 0;
     }
     hashPair(key, hash);
