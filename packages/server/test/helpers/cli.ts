@@ -30,9 +30,12 @@ export function assertBuilt(): void {
   }
 }
 
-/** Starts `rivulet serve --port 0 …args` and waits for its "rivulet listening on URL" line. */
-export async function spawnServe(args: readonly string[], timeoutMs = 15_000): Promise<CliServer> {
-  return spawnListening([BIN, 'serve', '--port', '0', ...args], timeoutMs);
+/**
+ * Starts `rivulet serve --port 0 …args` and waits for its "rivulet listening on URL" line;
+ * `nodeArgs` go to node before the CLI (V8 flags, say).
+ */
+export async function spawnServe(args: readonly string[], timeoutMs = 15_000, nodeArgs: readonly string[] = []): Promise<CliServer> {
+  return spawnListening([...nodeArgs, BIN, 'serve', '--port', '0', ...args], timeoutMs);
 }
 
 /**

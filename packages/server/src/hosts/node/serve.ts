@@ -33,6 +33,7 @@ import { DEFAULT_READ_CACHE_BYTES, ReadCache } from '../../engine/read-cache.js'
 import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
 import { enableRegexpFallback } from './regexp-fallback.js';
+import { tunePretenuring } from './pretenuring.js';
 import { releaseAfterSweep } from './heap-release.js';
 import { loadWebhookSecret } from './webhook-secret.js';
 import { attachRpc } from './rpc.js';
@@ -57,9 +58,8 @@ import { VERSION } from '../../version.js';
 export { checkWebhookSecret, readStoredWebhookSecret } from './webhook-secret.js';
 export { compactDataFolder, type CompactReport } from './compact.js';
 export { checkCorsConfig, parseCorsOrigins, type CorsConfig } from '../../http/cors.js';
-export { VERSION };
+export { VERSION, FORMAT_VERSION, DEFAULT_READ_CACHE_BYTES };
 export { checkBackupFile, restoreDataFolder, type BackupFileReport, type RestoreOptions } from './restore.js';
-export { FORMAT_VERSION } from '../../engine/schema.js';
 export { createNodeLogger, isLogFormat, isLogLevel, DEFAULT_LOG_LEVEL, type LogFormat } from './logger.js';
 export { DEFAULT_LOG_SLOW_MS } from '../../http/request-log.js';
 
@@ -107,7 +107,6 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
   freeBytes?(dir: string): number;
 }
 
-export { DEFAULT_READ_CACHE_BYTES };
 /** The default of `shutdownGraceMs` (`--shutdown-grace-ms`). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
@@ -149,6 +148,7 @@ function loadTokens(options: NodeServerOptions): ReadonlyMap<string, string> | n
 
 export async function startNodeServer(options: NodeServerOptions = {}): Promise<RunningServer> {
   enableRegexpFallback();
+  tunePretenuring();
   const host = options.host ?? Defaults.host;
   const port = options.port ?? Defaults.port;
   const tokens = loadTokens(options);
