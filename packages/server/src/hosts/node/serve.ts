@@ -47,6 +47,7 @@ import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend, nativeR
 import { readAnswerer } from '../../http/read-route.js';
 import { DEFAULT_LONG_POLL_TIMEOUT_MS, durableStreams, isDsAppendTarget } from '../../http/durable-streams/routes.js';
 import { attachFront } from './front.js';
+import { FlushingResponse } from './flushing-response.js';
 import { trackHttp } from './drain.js';
 import { nodeReadiness } from './readiness.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
@@ -303,9 +304,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const appendNatively = nativeAppend(answerAppend, logger, isFastTarget);
   // Plain page reads too (http/read-route.ts), with the answer the app would give.
   const readNatively = nativeRead(readAnswerer({ service, tokens, logger, hooks }), logger);
-  const server = createServer((incoming, outgoing) => {
-    if (!http.admit(outgoing)) return;
-    if (!appendNatively(incoming, outgoing) && !readNatively(incoming, outgoing)) void listener(incoming, outgoing);
+  const server = createServer({ ServerResponse: FlushingResponse }, (incoming, outgoing) => {
+    if (http.admit(outgoing) && !appendNatively(incoming, outgoing) && !readNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
   // What node:http is answering, so that a shutdown answers it before it closes (drain.ts).
   const http = trackHttp(server);
