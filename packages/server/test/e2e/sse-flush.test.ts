@@ -50,7 +50,7 @@ describe('live SSE frames leave at once on the Node host', () => {
     }
   });
 
-  it('so is a Durable Streams live=sse frame', async () => {
+  it('so is a Durable Streams live=sse frame, one write with the control frame after it', async () => {
     const base = `${server.api.baseUrl}/v1/stream/sse-flush/ds`;
     expect((await fetch(base, { method: 'PUT', headers: { 'content-type': 'application/json' } })).status).toBe(201);
     const controller = new AbortController();
@@ -69,6 +69,8 @@ describe('live SSE frames leave at once on the Node host', () => {
       const frames = writes.filter((w) => w.url.includes('/v1/stream/sse-flush/ds') && w.text.includes('flush'));
       expect(frames.length).toBeGreaterThan(0);
       expect(frames.every((w) => w.corkedAfter === 0)).toBe(true);
+      // A batch's data frame goes in one write with its control frame: a reader gets them together.
+      expect(frames.every((w) => /^event: data\n[^]*\n\nevent: control\n[^]*\n\n$/.test(w.text))).toBe(true);
     } finally {
       controller.abort();
     }

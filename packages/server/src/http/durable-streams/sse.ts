@@ -26,8 +26,8 @@ export interface SseRequest {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function frame(event: string, payload: string): Uint8Array {
-  return encoder.encode(`event: ${event}\n${payload.split(/\r\n|\r|\n/).map((line) => `data:${line}`).join('\n')}\n\n`);
+function frame(event: string, payload: string): string {
+  return `event: ${event}\n${payload.split(/\r\n|\r|\n/).map((line) => `data:${line}`).join('\n')}\n\n`;
 }
 
 export async function handleSse(streams: DsStreams, request: SseRequest): Promise<Response> {
@@ -53,20 +53,23 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
       const current = await streams.load(projectId, path);
       if (current === null) return;
       const found = await collect(streams, projectId, path, current, after);
+      // A batch's data frame and the control frame after it go as one chunk: one write, one packet
+      // (the Node host sends each write of a live stream at once, hosts/node/flushing-response.ts).
+      let data = '';
       if (found.messages.length > 0) {
         const body = renderBody(found.messages, json);
-        yield frame('data', base64 ? toBase64(body) : decoder.decode(body));
+        data = frame('data', base64 ? toBase64(body) : decoder.decode(body));
       }
       after = found.next;
       if (current.closed && found.upToDate && after >= headOf(current)) {
-        yield frame('control', JSON.stringify({ streamNextOffset: formatOffset(after), streamClosed: true }));
+        yield encoder.encode(data + frame('control', JSON.stringify({ streamNextOffset: formatOffset(after), streamClosed: true })));
         return;
       }
       const cursor = responseCursor(request.now(), clientCursor);
       clientCursor = cursor;
       const control: Record<string, unknown> = { streamNextOffset: formatOffset(after), streamCursor: cursor };
       if (found.upToDate) control.upToDate = true;
-      yield frame('control', JSON.stringify(control));
+      yield encoder.encode(data + frame('control', JSON.stringify(control)));
       if (!found.upToDate) continue;
       const waited = await waitForMore(streams, { projectId, path, longPollTimeoutMs: request.longPollTimeoutMs, signal: abort.signal }, current, after);
       if (waited === 'gone') return;
