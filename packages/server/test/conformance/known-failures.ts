@@ -21,12 +21,6 @@ export const WORKER_KNOWN_FAILURES: ReadonlyMap<string, string> = new Map([
   // Two 1.5 s sleeps around a 2 s TTL leave 0.5 s for the requests: too little for the Worker host
   // under Miniflare while the suite runs its tests concurrently.
   ['TTL Expiration Behavior should extend TTL on write (sliding window)', 'request latency under Miniflare exceeds the slack'],
-  // The suite's SSE helper gives up after 2 s and then finds no frame; under Miniflare while the
-  // suite runs concurrent tests the first frames can come later than that.
-  ['SSE Mode should prevent CRLF injection in payloads - embedded event boundaries become literal data', "the suite's 2 s SSE read limit"],
-  ['SSE Mode should handle JSON payloads with embedded newlines safely', "the suite's 2 s SSE read limit"],
-  ['SSE Mode should prevent CRLF injection - LF-only attack vectors', "the suite's 2 s SSE read limit"],
-  ['SSE Mode should prevent CRLF injection - carriage return only attack vectors', "the suite's 2 s SSE read limit"],
 ]);
 
 export const WORKER_MIN_PASSED = 300;
