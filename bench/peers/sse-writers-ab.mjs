@@ -16,6 +16,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { RawConnection } from '../append/raw-http-client.mjs';
 import { procCpuMs, startServer, stopServer, tempFolders } from '../lib/processes.mjs';
+import { percentile } from './verdict.mjs';
 
 const [oldCli, newCli] = process.argv.slice(2);
 if (!oldCli || !newCli) {
@@ -74,10 +75,8 @@ async function run(cli, label, round) {
     const cpuMs = procCpuMs(server.child.pid) - cpu0;
     closers.forEach((close) => close());
     connections.slice(1).forEach((conn) => conn.close());
-    latencies.sort((a, b) => a - b);
-    const at = (q) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)];
     const n = latencies.length;
-    return { p50: at(0.5), p99: at(0.99), perSec: n / seconds, cpuUs: (cpuMs * 1000) / n, chunksPerAppend: readers > 0 ? (chunks - chunks0) / n / readers : 0 };
+    return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), perSec: n / seconds, cpuUs: (cpuMs * 1000) / n, chunksPerAppend: readers > 0 ? (chunks - chunks0) / n / readers : 0 };
   } finally {
     first.close();
     await stopServer(server);

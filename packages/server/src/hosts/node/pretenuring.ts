@@ -31,13 +31,11 @@ export function turnsPretenuringOff(v8Version: string, nodeArgs: readonly string
   return !nodeArgs.some((arg) => /allocation[-_]site[-_]pretenuring/.test(arg));
 }
 
-let decided: boolean | undefined;
+let tuned = false;
 
-/** Applies turnsPretenuringOff to this process, once; answers whether pretenuring is off. */
-export function tunePretenuring(): boolean {
-  if (decided === undefined) {
-    decided = turnsPretenuringOff(process.versions.v8, process.execArgv);
-    if (decided) setFlagsFromString(PRETENURING_OFF_FLAG);
-  }
-  return decided;
+/** Applies turnsPretenuringOff to this process, once. */
+export function tunePretenuring(): void {
+  if (tuned) return;
+  tuned = true;
+  if (turnsPretenuringOff(process.versions.v8, process.execArgv)) setFlagsFromString(PRETENURING_OFF_FLAG);
 }

@@ -61,15 +61,15 @@ export async function handleSse(streams: DsStreams, request: SseRequest): Promis
         data = frame('data', base64 ? toBase64(body) : decoder.decode(body));
       }
       after = found.next;
-      if (current.closed && found.upToDate && after >= headOf(current)) {
-        yield encoder.encode(data + frame('control', JSON.stringify({ streamNextOffset: formatOffset(after), streamClosed: true })));
-        return;
+      const closed = current.closed && found.upToDate && after >= headOf(current);
+      const control: Record<string, unknown> = { streamNextOffset: formatOffset(after) };
+      if (closed) control.streamClosed = true;
+      else {
+        clientCursor = control.streamCursor = responseCursor(request.now(), clientCursor);
+        if (found.upToDate) control.upToDate = true;
       }
-      const cursor = responseCursor(request.now(), clientCursor);
-      clientCursor = cursor;
-      const control: Record<string, unknown> = { streamNextOffset: formatOffset(after), streamCursor: cursor };
-      if (found.upToDate) control.upToDate = true;
       yield encoder.encode(data + frame('control', JSON.stringify(control)));
+      if (closed) return;
       if (!found.upToDate) continue;
       const waited = await waitForMore(streams, { projectId, path, longPollTimeoutMs: request.longPollTimeoutMs, signal: abort.signal }, current, after);
       if (waited === 'gone') return;
