@@ -1,7 +1,7 @@
 /**
  * The Node host turns V8's allocation-site pretenuring off on V8 13 and later (Node 24), and
  * leaves it on before, or when the operator gives a pretenuring flag
- * (hosts/node/pretenuring.ts, docs/performance.md "Allocation-site pretenuring").
+ * (hosts/node/pretenuring.ts, docs/performance.md "Allocation-site pretenuring off on Node 24").
  *
  * What V8 does is read from its own trace: a real `rivulet serve` runs with
  * `--trace-pretenuring-statistics` and a 1 MB young generation under a load of appends; V8 prints a

@@ -1,6 +1,6 @@
 /**
  * V8's allocation-site pretenuring, turned off for the server's process on the V8 versions where
- * it makes a copy drain slower (docs/performance.md "Allocation-site pretenuring").
+ * it makes a copy drain slower (docs/performance.md "Allocation-site pretenuring off on Node 24").
  *
  * V8 watches where objects are allocated; when most objects of one site survive a young
  * collection, it allocates that site's later objects in the old generation at once. A copy drain
