@@ -13,6 +13,7 @@
  */
 import type { CopyRunTexts } from '../core/copy-builder.js';
 import type { SqlStorage } from '../ports/storage.js';
+import { EVENTS_BY_OFFSET } from './event-index.js';
 import type { EventRowInput } from './event-rows.js';
 
 export const COPY_RUNS_TABLE = `CREATE TABLE IF NOT EXISTS copy_runs (
@@ -27,8 +28,11 @@ export const COPY_RUNS_TABLE = `CREATE TABLE IF NOT EXISTS copy_runs (
 
 /** The run `r` of the events row `e` (EVENT_BODY), joined to a statement that reads `e`. */
 export const RUNS_JOIN = `LEFT JOIN copy_runs r ON r.id = e.copy_run`;
-/** The events table with the runs its copies name: `e` and `r` in EVENT_BODY. */
-export const EVENTS_WITH_RUNS = `events e ${RUNS_JOIN}`;
+/**
+ * The events table with the runs its copies name: `e` and `r` in EVENT_BODY, found by stream and
+ * offset through `x` (event-index.ts EVENTS_BY_OFFSET: conditions name x.sid and x.ofs).
+ */
+export const EVENTS_WITH_RUNS = `${EVENTS_BY_OFFSET} ${RUNS_JOIN}`;
 
 /**
  * The stored text of the row `e` (with its run `r`, EVENTS_WITH_RUNS): the body, or a copy's text

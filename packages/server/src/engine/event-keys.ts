@@ -9,6 +9,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
+import { EVENTS_BY_OFFSET, moveOffsets } from './event-index.js';
 import { MovedKeyFilters } from './moved-key-filter.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
@@ -47,13 +48,13 @@ export const MOVE_KEYS = `INSERT INTO event_keys (sid, idem, ofs)
   ON CONFLICT (sid, idem) DO UPDATE SET ofs = excluded.ofs WHERE ofs <> excluded.ofs`;
 
 const CLAIM_WRITTEN = `INSERT INTO event_keys (sid, idem, ofs)
-  SELECT sid, idem, ofs FROM events WHERE sid = ? AND ofs BETWEEN ? AND ? AND idem IS NOT NULL ORDER BY idem
+  SELECT x.sid, e.idem, x.ofs FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs BETWEEN ? AND ? AND e.idem IS NOT NULL ORDER BY e.idem
   ON CONFLICT (sid, idem) DO NOTHING`;
 
 /** The offset of a moved key whose row still carries it. */
-const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem WHERE k.sid = ? AND k.idem = ?`;
+const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN event_index x ON x.sid = k.sid AND x.ofs = k.ofs JOIN events e ON e.rowid = x.rid AND e.idem = k.idem WHERE k.sid = ? AND k.idem = ?`;
 /** Whether the row at (sid, ofs) carries the key: the check of an entry of the map. */
-const KEY_AT = `SELECT 1 FROM events WHERE sid = ? AND ofs = ? AND idem = ?`;
+const KEY_AT = `SELECT 1 FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs = ? AND e.idem = ?`;
 const TOP_ROWID = `SELECT coalesce(max(rowid), 0) FROM events`;
 
 export class EventKeys {
@@ -157,7 +158,7 @@ export class EventKeys {
     // One parameter per list (the Durable Object SQL API binds at most 100 per statement).
     if (recent.size > 0) {
       const rows = this.storage.execRows(
-        `SELECT e.ofs, e.idem, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs IN (SELECT value FROM json_each(?))`,
+        `SELECT x.ofs, e.idem, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE x.sid = ? AND x.ofs IN (SELECT value FROM json_each(?))`,
         sid,
         JSON.stringify([...recent.keys()]),
       );
@@ -166,7 +167,7 @@ export class EventKeys {
     const rest = keys.filter((key) => !found.has(key) && this.moved.mayHold(sid, key));
     if (rest.length > 0) {
       const rows = this.storage.execRows(
-        `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN events e ON e.sid = k.sid AND e.ofs = k.ofs AND e.idem = k.idem
+        `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN event_index x ON x.sid = k.sid AND x.ofs = k.ofs JOIN events e ON e.rowid = x.rid AND e.idem = k.idem
          ${RUNS_JOIN} WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
         sid,
         JSON.stringify(rest),
@@ -202,7 +203,7 @@ export class EventKeys {
       }
     }
     if (byOffset.size === 0) return;
-    const rows = this.storage.execRows(`SELECT e.ofs, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...byOffset.keys()]));
+    const rows = this.storage.execRows(`SELECT x.ofs, ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE x.sid = ? AND x.ofs IN (SELECT value FROM json_each(?))`, sid, JSON.stringify([...byOffset.keys()]));
     for (const [offset, body] of rows) {
       const key = byOffset.get(offset as number)!;
       if ((body as string).includes(JSON.stringify(key))) found.set(key, body as string);
@@ -226,6 +227,8 @@ export class EventKeys {
         this.storage.run(MOVE_KEYS, this.watermark);
         for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
       }
+      // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
+      moveOffsets(this.storage);
       this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
     });
     // Should the group commit fail after all, the epoch changes and load starts over from what is stored.

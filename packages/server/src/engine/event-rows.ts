@@ -11,6 +11,7 @@ import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { ClaimsBuilder, isCopyKey, splitCopyKey } from './copy-claims.js';
 import { CopyRuns, EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
+import { EVENTS_BY_OFFSET, maxOffsetSql } from './event-index.js';
 import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 
@@ -70,7 +71,7 @@ export interface RowsAfterCheckpoint {
  * index lookup per stream).
  */
 export function derivedHeadSql(alias: string): string {
-  return `max(${alias}.head, coalesce((SELECT max(e.ofs) FROM events e WHERE e.sid = ${alias}.sid), 0))`;
+  return `max(${alias}.head, ${maxOffsetSql(`${alias}.sid`)})`;
 }
 
 /**
@@ -79,15 +80,15 @@ export function derivedHeadSql(alias: string): string {
  * expression of the offset): the oldest event a subscription owes.
  */
 export function firstOwedCreatedSql(alias: string, after: string): string {
-  return `(SELECT e.created_ms FROM events e WHERE e.sid = ${alias}.sid AND e.ofs > ${after} AND e.ephemeral = 0 ORDER BY e.ofs LIMIT 1)`;
+  return `(SELECT e.created_ms FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ${alias}.sid AND x.ofs > ${after} AND e.ephemeral = 0 ORDER BY x.ofs LIMIT 1)`;
 }
 
 /** The select of a range's rows (offset, body) in offset order, shared by both range reads. */
 function rangeSelect(sid: number, q: RangeQuery, parts: boolean): { sql: string; params: (string | number)[] } {
   const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
   // A stream without copies stored as parts reads its bodies as they are, without the join (copy-rows.ts).
-  const from = parts ? `SELECT e.ofs AS ofs, ${EVENT_BODY} AS body FROM ${EVENTS_WITH_RUNS}` : `SELECT e.ofs AS ofs, e.body AS body FROM events e`;
-  let sql = `${from} WHERE e.sid = ? AND e.ofs > ? AND e.ofs < ?`;
+  const from = parts ? `SELECT x.ofs AS ofs, ${EVENT_BODY} AS body FROM ${EVENTS_WITH_RUNS}` : `SELECT x.ofs AS ofs, e.body AS body FROM ${EVENTS_BY_OFFSET}`;
+  let sql = `${from} WHERE x.sid = ? AND x.ofs > ? AND x.ofs < ?`;
   if (!q.includeEphemeral) sql += ` AND e.ephemeral = 0`;
   else if (q.ephemeralSinceMs !== undefined) {
     sql += ` AND (e.ephemeral = 0 OR e.created_ms >= ?)`;
@@ -99,7 +100,7 @@ function rangeSelect(sid: number, q: RangeQuery, parts: boolean): { sql: string;
     sql += ` AND e.type IN (SELECT value FROM json_each(?))`;
     params.push(JSON.stringify(q.eventTypes));
   }
-  sql += ` ORDER BY e.ofs LIMIT ?`;
+  sql += ` ORDER BY x.ofs LIMIT ?`;
   params.push(q.limit);
   return { sql, params };
 }
@@ -138,8 +139,8 @@ export class EventRows {
   /** What the rows of stream `sid` above offset `checkpoint` add to its checkpoint (StreamStore.find). */
   afterCheckpoint(sid: number, checkpoint: number): RowsAfterCheckpoint {
     return this.storage.exec<RowsAfterCheckpoint>(
-      `SELECT max(ofs) AS head, coalesce(sum(1 - ephemeral), 0) AS durable, max(CASE WHEN ephemeral = 0 THEN ofs END) AS last
-       FROM events WHERE sid = ? AND ofs > ?`,
+      `SELECT max(x.ofs) AS head, coalesce(sum(1 - e.ephemeral), 0) AS durable, max(CASE WHEN e.ephemeral = 0 THEN x.ofs END) AS last
+       FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs > ?`,
       sid,
       checkpoint,
     )[0]!;
@@ -270,7 +271,7 @@ export class EventRows {
   byKey(sid: number, key: string): CommittedEvent | undefined {
     const offset = this.keys.offsetOf(sid, key);
     if (offset === undefined) return undefined;
-    const row = this.storage.execRows(`SELECT ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE e.sid = ? AND e.ofs = ?`, sid, offset)[0];
+    const row = this.storage.execRows(`SELECT ${EVENT_BODY} FROM ${EVENTS_WITH_RUNS} WHERE x.sid = ? AND x.ofs = ?`, sid, offset)[0];
     if (row === undefined) return undefined;
     const event = JSON.parse(row[0] as string) as CommittedEvent;
     // A copy's claim names its row by offset alone (copy-claims.ts): the row must carry the key.
@@ -322,7 +323,7 @@ export class EventRows {
 
   /** Deletes every row of stream `sid`, and its moved keys (the caller forgets it in the read cache). */
   deleteAll(sid: number): void {
-    this.storage.run(`DELETE FROM events WHERE sid = ?`, sid);
+    this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rid FROM event_index WHERE sid = ?)`, sid);
     this.runs.deleteStream(sid);
     this.keys.deleteStream(sid);
     this.keys.rowsDeleted();
@@ -332,7 +333,7 @@ export class EventRows {
   deleteSome(sid: number, maxRows: number): number {
     let removed = this.keys.deleteStream(sid, maxRows);
     if (removed < maxRows) {
-      const rows = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
+      const rows = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rid FROM event_index WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
       // The runs go with the last rows that name them.
       if (rows < maxRows - removed) this.runs.deleteStream(sid);
       removed += rows;
@@ -345,7 +346,7 @@ export class EventRows {
   storedBytes(streamId: string, afterOffset: number, throughOffset: number): number {
     return this.storage.exec<{ bytes: number }>(
       // length() of a BLOB counts bytes: the stored JSON's UTF-8 bytes, as the engine counts them.
-      `SELECT coalesce(sum(length(CAST(${EVENT_BODY} AS BLOB))), 0) AS bytes FROM ${EVENTS_WITH_RUNS} WHERE e.sid = (SELECT sid FROM streams WHERE stream_id = ?) AND e.ofs > ? AND e.ofs <= ?`,
+      `SELECT coalesce(sum(length(CAST(${EVENT_BODY} AS BLOB))), 0) AS bytes FROM ${EVENTS_WITH_RUNS} WHERE x.sid = (SELECT sid FROM streams WHERE stream_id = ?) AND x.ofs > ? AND x.ofs <= ?`,
       streamId,
       afterOffset,
       throughOffset,
@@ -354,7 +355,12 @@ export class EventRows {
 
   /** Rows of the streams whose streams row is in `project`. */
   countInProject(project: string): number {
-    return this.storage.exec<{ n: number }>(`SELECT count(*) AS n FROM events WHERE sid IN (SELECT sid FROM streams WHERE project = ?)`, project)[0]!.n;
+    return this.storage.exec<{ n: number }>(
+      `SELECT (SELECT count(*) FROM event_offsets WHERE sid IN (SELECT sid FROM streams WHERE project = ?)) +
+              (SELECT count(*) FROM tail_offsets WHERE sid IN (SELECT sid FROM streams WHERE project = ?)) AS n`,
+      project,
+      project,
+    )[0]!.n;
   }
 
   /**

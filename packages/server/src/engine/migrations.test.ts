@@ -47,8 +47,22 @@ function thrown(fn: () => void): RivuletError {
   throw new Error('expected a refusal');
 }
 
-/** Takes what format 8 added away again: a database of the current schema made into format 7's layout. */
+/**
+ * Takes what format 9 changed away again: the connection's tail, its triggers and view, and
+ * event_offsets go; the events table gets its (sid, ofs) index back (format 8's layout).
+ */
+function restoreOffsetIndex(storage: SqliteStorage): void {
+  storage.run(`DROP TRIGGER temp.events_offset_insert`);
+  storage.run(`DROP TRIGGER temp.events_offset_delete`);
+  storage.run(`DROP VIEW temp.event_index`);
+  storage.run(`DROP TABLE temp.tail_offsets`);
+  storage.run(`DROP TABLE event_offsets`);
+  storage.run(`CREATE UNIQUE INDEX events_by_offset ON events (sid, ofs)`);
+}
+
+/** Takes what formats 8 and 9 added away again: a database of the current schema made into format 7's layout. */
 function dropCopyRuns(storage: SqliteStorage): void {
+  restoreOffsetIndex(storage);
   storage.run(`DROP TABLE copy_runs`);
   storage.run(`ALTER TABLE events DROP COLUMN copy_run`);
   storage.run(`ALTER TABLE events DROP COLUMN src_ofs`);
@@ -58,13 +72,13 @@ const tables = (storage: SqliteStorage) => storage.exec<{ name: string }>(`SELEC
 
 describe('storage format check and upgrades (protocol §16.4)', () => {
   it('a new database records the current format, and opens again without an upgrade', () => {
-    expect(FORMAT_VERSION).toBe(8);
+    expect(FORMAT_VERSION).toBe(9);
     const storage = open();
     expect(storedFormat(storage)).toBeNull();
     const upgrades: number[] = [];
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
     openSchema(storage, { beforeUpgrade: (from) => upgrades.push(from) });
-    expect(storedFormat(storage)).toBe(8);
+    expect(storedFormat(storage)).toBe(9);
     expect(upgrades).toEqual([]);
   });
 
@@ -72,7 +86,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(MIGRATIONS.map((m) => m.from)).toEqual(Array.from({ length: FORMAT_VERSION - OLDEST_UPGRADABLE_FORMAT }, (_, i) => OLDEST_UPGRADABLE_FORMAT + i));
   });
 
-  it('format 2 is upgraded: beforeUpgrade hears (2, 8) before anything changes, then rows and meta say 8', () => {
+  it('format 2 is upgraded: beforeUpgrade hears (2, 9) before anything changes, then rows and meta say 9', () => {
     const storage = recording('2');
     storage.transaction(() => {
       storage.run(`CREATE TABLE streams (sid INTEGER PRIMARY KEY, project TEXT NOT NULL, path TEXT NOT NULL, stream_id TEXT NOT NULL,
@@ -82,9 +96,9 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: Array<[number, number, number | null]> = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to, storedFormat(storage)]) });
-    expect(seen).toEqual([[2, 8, 2]]);
-    expect(storedFormat(storage)).toBe(8);
-    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 8 }]);
+    expect(seen).toEqual([[2, 9, 2]]);
+    expect(storedFormat(storage)).toBe(9);
+    expect(storage.exec(`SELECT head, event_count, max_offset, format FROM streams`)).toEqual([{ head: 7, event_count: 6, max_offset: 7, format: 9 }]);
   });
 
   /** A database of the current schema made into the layout of format 4 (idem index on (sid, idem), no key table) with keyed rows. */
@@ -107,13 +121,13 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     return storage;
   }
 
-  it('format 4 is upgraded through 5, 6 and 7 to 8: the keys leave the index for event_keys, every row and key stays, a repeat is still found', () => {
+  it('format 4 is upgraded through 5, 6, 7 and 8 to 9: the keys leave the index for event_keys, every row and key stays, a repeat is still found', () => {
     const storage = format4();
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[4, 8]]);
-    expect(storedFormat(storage)).toBe(8);
-    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 8 }, { format: 8 }]);
+    expect(seen).toEqual([[4, 9]]);
+    expect(storedFormat(storage)).toBe(9);
+    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 9 }, { format: 9 }]);
     expect(storage.exec(`SELECT name FROM sqlite_master WHERE name = 'events_by_idem'`)).toEqual([]);
     expect(storage.exec(`SELECT sid, ofs, idem FROM events ORDER BY sid, ofs`)).toEqual([
       { sid: 1, ofs: 1, idem: 'k1' },
@@ -136,7 +150,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(rows.insertIfNewKeys(3, [{ ...row, offset: 2 }])).toBe(false);
   });
 
-  it('format 6 is upgraded through 7 to 8: an empty claim table; copies written before keep their keys in event_keys, where a redelivery still meets them', () => {
+  it('format 6 is upgraded through 7 and 8 to 9: an empty claim table; copies written before keep their keys in event_keys, where a redelivery still meets them', () => {
     const storage = open();
     openSchema(storage);
     const key = (source: number) => `rivulet-internal/copy:["sub",2,null,"/src","id-src",${source}]`;
@@ -150,8 +164,8 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[6, 8]]);
-    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 8 }]);
+    expect(seen).toEqual([[6, 9]]);
+    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 9 }]);
     expect(storage.exec(`SELECT count(*) AS n FROM copy_claims`)).toEqual([{ n: 0 }]);
     const rows = new EventRows(storage, undefined);
     expect(rows.byKey(1, key(5))).toEqual({ offset: 1, idempotencyKey: key(5) });
@@ -161,7 +175,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(storage.exec(`SELECT src_first, count, ofs_first FROM copy_claims`)).toEqual([{ src_first: 6, count: 1, ofs_first: 2 }]);
   });
 
-  it('format 7 is upgraded to 8: two empty columns and a run table; copies written before read back as they were stored', () => {
+  it('format 7 is upgraded through 8 to 9: two empty columns and a run table; copies written before read back as they were stored', () => {
     const storage = open();
     openSchema(storage);
     const body = JSON.stringify({ path: '/dst', offset: 1, type: 'x', idempotencyKey: 'rivulet-internal/copy:["s",2,null,"/src","id",5]' });
@@ -173,12 +187,58 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     });
     const seen: number[][] = [];
     openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
-    expect(seen).toEqual([[7, 8]]);
-    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 8 }]);
+    expect(seen).toEqual([[7, 9]]);
+    expect(storage.exec(`SELECT format FROM streams`)).toEqual([{ format: 9 }]);
     expect(storage.exec(`SELECT copy_run, src_ofs FROM events`)).toEqual([{ copy_run: null, src_ofs: null }]);
     expect(storage.exec(`SELECT count(*) AS n FROM copy_runs`)).toEqual([{ n: 0 }]);
     const rows = new EventRows(storage, undefined);
     expect(rows.range(1, { afterOffset: 0, beforeOffset: 10, limit: 10, includeEphemeral: false })).toEqual([{ offset: 1, json: body }]);
+  });
+
+  it('format 8 is upgraded to 9: the (sid, ofs) index gives way to event_offsets up to the watermark and the tail past it; every row reads back, by offset and by key', () => {
+    const storage = open();
+    openSchema(storage);
+    const insert = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'x', 0, ?, 0, ?)`;
+    storage.transaction(() => {
+      restoreOffsetIndex(storage);
+      storage.run(`INSERT INTO streams VALUES (1, '', '/a', 'id-a', 't', 0, 0, 0, '{}', 8), (2, '', '/b', 'id-b', 't', 0, 0, 0, '{}', 8)`);
+      // Rows 1-3 at or below the watermark (their keys moved), rows 4-5 past it.
+      storage.run(insert, 1, 1, 'k1', '{"offset":1}');
+      storage.run(insert, 2, 1, null, '{"offset":1,"b":true}');
+      storage.run(insert, 1, 2, null, '{"offset":2}');
+      storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (1, 'k1', 1)`);
+      storage.run(`UPDATE meta SET value = '3' WHERE key = 'keys_moved'`);
+      storage.run(insert, 1, 3, 'k3', '{"offset":3}');
+      storage.run(insert, 2, 2, null, '{"offset":2,"b":true}');
+      storage.run(`UPDATE meta SET value = '8' WHERE key = 'format'`);
+    });
+    const seen: number[][] = [];
+    openSchema(storage, { beforeUpgrade: (from, to) => seen.push([from, to]) });
+    expect(seen).toEqual([[8, 9]]);
+    expect(storedFormat(storage)).toBe(9);
+    expect(storage.exec(`SELECT format FROM streams ORDER BY sid`)).toEqual([{ format: 9 }, { format: 9 }]);
+    expect(storage.exec(`SELECT name FROM sqlite_master WHERE name = 'events_by_offset'`)).toEqual([]);
+    expect(storage.exec(`SELECT sid, ofs, rid FROM event_offsets ORDER BY sid, ofs`)).toEqual([
+      { sid: 1, ofs: 1, rid: 1 },
+      { sid: 1, ofs: 2, rid: 3 },
+      { sid: 2, ofs: 1, rid: 2 },
+    ]);
+    expect(storage.exec(`SELECT sid, ofs, rid FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
+      { sid: 1, ofs: 3, rid: 4 },
+      { sid: 2, ofs: 2, rid: 5 },
+    ]);
+    const rows = new EventRows(storage, undefined);
+    const all = { afterOffset: 0, beforeOffset: 10, limit: 10, includeEphemeral: false };
+    expect(rows.range(1, all).map((e) => e.offset)).toEqual([1, 2, 3]);
+    expect(rows.range(2, all).map((e) => e.json)).toEqual(['{"offset":1,"b":true}', '{"offset":2,"b":true}']);
+    expect(rows.byKey(1, 'k1')).toEqual({ offset: 1 });
+    expect(rows.byKey(1, 'k3')).toEqual({ offset: 3 });
+    // An offset stored on either side of the watermark is refused again.
+    const row = { type: 'x', ephemeral: false, idempotencyKey: undefined, createdMs: 0, json: '{}' };
+    expect(() => rows.insert(1, { ...row, offset: 2 })).toThrow('UNIQUE constraint failed');
+    expect(() => rows.insert(1, { ...row, offset: 3 })).toThrow('UNIQUE constraint failed');
+    rows.insert(1, { ...row, offset: 4 });
+    expect(rows.range(1, all).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
   });
 
   it('a beforeUpgrade that throws stops the upgrade with nothing changed', () => {
@@ -195,14 +255,14 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
   });
 
   it('a newer format is refused naming both formats, and left as it was', () => {
-    const storage = recording('9');
+    const storage = recording('10');
     const error = thrown(() => openSchema(storage, { beforeUpgrade: () => expect.unreachable() }));
     expect([error.code, error.message]).toEqual([
       'UNAVAILABLE',
-      'this data was written by storage format 9, newer than format 8 that this server reads: run a Rivulet release that reads format 9 (the one that wrote it, or later) on it. Nothing was changed.',
+      'this data was written by storage format 10, newer than format 9 that this server reads: run a Rivulet release that reads format 10 (the one that wrote it, or later) on it. Nothing was changed.',
     ]);
     expect(tables(storage)).toEqual(['meta']);
-    expect(storedFormat(storage)).toBe(9);
+    expect(storedFormat(storage)).toBe(10);
   });
 
   for (const found of ['1', 'x']) {
@@ -211,7 +271,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
       const error = thrown(() => openSchema(storage));
       expect([error.code, error.message]).toEqual([
         'UNAVAILABLE',
-        `this data was written by storage format ${Number(found)}; this server reads format 8 and upgrades only formats 2 and later. ` +
+        `this data was written by storage format ${Number(found)}; this server reads format 9 and upgrades only formats 2 and later. ` +
           'Nothing was changed: export what you need, erase the data folder (or point --data at a new one), and recreate the streams through the API.',
       ]);
       expect(tables(storage)).toEqual(['meta']);

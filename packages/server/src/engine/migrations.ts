@@ -13,6 +13,7 @@ import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscript
 import { EVENT_KEYS_TABLE, KEYS_MOVED } from './event-keys.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
 import { COPY_RUNS_TABLE } from './copy-rows.js';
+import { EVENT_OFFSETS_TABLE } from './event-index.js';
 
 export interface Migration {
   /** The format this step reads; it writes `from + 1`. */
@@ -117,6 +118,26 @@ export const MIGRATIONS: readonly Migration[] = [
       }
       storage.run(COPY_RUNS_TABLE);
       storage.run(`UPDATE streams SET format = 8 WHERE format = 7`);
+    },
+  },
+  {
+    from: 8,
+    // The (sid, ofs) index gives way to event_offsets (event-index.ts): the rows at or below the
+    // keys' watermark are entered there, read in the old index's order so that each stream's
+    // entries go in together; the rows past it are the tail, which opening the schema enters.
+    // No event row is rewritten.
+    summary: 'offsets indexed in batches: the events table loses its (sid, ofs) index (no event is rewritten)',
+    apply(storage) {
+      storage.run(EVENT_OFFSETS_TABLE);
+      // A database without an events table gets it, and the rest, from the schema.
+      storage.run(`UPDATE streams SET format = 9 WHERE format = 8`);
+      if (storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n === 0) return;
+      const watermark = storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
+      storage.run(
+        `INSERT OR IGNORE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid <= ? ORDER BY sid, ofs`,
+        watermark === undefined ? 0 : Number(watermark[0]),
+      );
+      storage.run(`DROP INDEX IF EXISTS events_by_offset`);
     },
   },
 ];

@@ -23,6 +23,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import type { JoinedRange, RangeQuery } from './event-rows.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
+import { EVENTS_BY_OFFSET } from './event-index.js';
 
 /** The size the Node host gives it unless told (`--read-cache-mb`): 128 MiB. */
 export const DEFAULT_READ_CACHE_BYTES = 128 * 1024 * 1024;
@@ -62,12 +63,12 @@ export interface ChunkSource {
  */
 const chunkRows = (body: string, from: string) => `SELECT count(*), group_concat(body, char(${CHUNK_SEPARATOR.charCodeAt(0)})),
   group_concat(CASE WHEN ephemeral = 1 THEN ofs || ':' || created_ms END), coalesce(sum(length(CAST(body AS BLOB))), 0)
-  FROM (SELECT e.ofs AS ofs, ${body} AS body, e.ephemeral AS ephemeral, e.created_ms AS created_ms FROM ${from}
-    WHERE e.sid = ? AND e.ofs >= ? AND e.ofs < ? ORDER BY e.ofs LIMIT -1)`;
+  FROM (SELECT x.ofs AS ofs, ${body} AS body, e.ephemeral AS ephemeral, e.created_ms AS created_ms FROM ${from}
+    WHERE x.sid = ? AND x.ofs >= ? AND x.ofs < ? ORDER BY x.ofs LIMIT -1)`;
 /** The chunk of a stream without copies stored as parts, and of one with them (copy-rows.ts). */
-const CHUNK_ROWS = chunkRows('e.body', 'events e');
+const CHUNK_ROWS = chunkRows('e.body', EVENTS_BY_OFFSET);
 const CHUNK_ROWS_WITH_PARTS = chunkRows(EVENT_BODY, EVENTS_WITH_RUNS);
-const CHUNK_OFFSETS = `SELECT ofs FROM events WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
+const CHUNK_OFFSETS = `SELECT ofs FROM event_index WHERE sid = ? AND ofs >= ? AND ofs < ? ORDER BY ofs`;
 
 export function sqlChunkSource(storage: SqlStorage, hasParts: (sid: number) => boolean = () => true): ChunkSource {
   return {

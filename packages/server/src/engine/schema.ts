@@ -12,6 +12,7 @@ import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
 import { COPY_RUNS_TABLE } from './copy-rows.js';
+import { EVENT_OFFSETS_TABLE, openEventIndex } from './event-index.js';
 
 /**
  * 3: the streams row's head and counters became a checkpoint (see below). A server of format 2
@@ -25,8 +26,10 @@ import { COPY_RUNS_TABLE } from './copy-rows.js';
  * format 6 would not see those claims and would append a redelivered copy again.
  * 8: copies stored as parts (copy-rows.ts): the events table's copy_run and src_ofs columns and the
  * copy_runs table. A server of format 7 would read such a row's parts as its text.
+ * 9: no (sid, ofs) index on the events table; offsets are indexed in batches in event_offsets
+ * (event-index.ts). A server of format 8 would not find the rows written since.
  */
-export const FORMAT_VERSION = 8;
+export const FORMAT_VERSION = 9;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -67,7 +70,11 @@ const DDL = [
      copy_run INTEGER,
      src_ofs INTEGER
    )`,
-  `CREATE UNIQUE INDEX IF NOT EXISTS events_by_offset ON events (sid, ofs)`,
+  // No (sid, ofs) index either (format 9; formats up to 8 had a unique one): it cost an append one
+  // WAL frame, the leaf its stream's newest entries lie on. Rows are found through event_index:
+  // the entries a move indexed in event_offsets, and the tail since, which the Node host keeps
+  // off the WAL (event-index.ts; docs/architecture.md "Offsets are indexed in batches").
+  EVENT_OFFSETS_TABLE,
   // No index on the idempotency key (format 6; formats 4 and 5 had a unique one): it cost an append
   // about one WAL frame, the leaf its caller's keys lie on, since no two appends in flight share
   // one. Keys since the last move are found in memory, older ones in event_keys, which a move fills
@@ -149,5 +156,6 @@ export function openSchema(storage: SqlStorage, options: OpenSchemaOptions = {})
     // An empty database has moved nothing; the watermark never stands above the highest rowid.
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')`, KEYS_MOVED);
     storage.run(LOWER_WATERMARK);
+    openEventIndex(storage, Number(storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0]![0]));
   });
 }

@@ -68,5 +68,12 @@ export interface SqlStorage {
   transaction<T>(fn: () => T, options?: TransactionOptions): T;
   flush(): Promise<void>;
   readonly epoch: number;
+  /**
+   * Whether the connection can hold TEMP tables, triggers and views, which live and die with it
+   * and are never written to the database file (the Node host's SQLite and the in-memory adapter
+   * can; the Durable Object SQL API refuses them). The engine keeps its unindexed offsets there
+   * when it can (engine/event-index.ts).
+   */
+  readonly tempObjects?: boolean;
   close(): void;
 }

@@ -11,17 +11,23 @@ import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/stora
 
 let engine: Promise<SqlJsStatic> | undefined;
 
+const DML = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
+
 export class MemoryStorage implements SqlStorage {
   private readonly statements = new Map<string, Statement>();
   private depth = 0;
   private closed = false;
   readonly epoch = 0;
 
-  private constructor(private readonly db: Database) {}
+  private constructor(
+    private readonly db: Database,
+    /** Whether the engine may keep connection-scoped objects here (SqlStorage.tempObjects); false stands in for a Durable Object. */
+    readonly tempObjects: boolean,
+  ) {}
 
-  static async create(): Promise<MemoryStorage> {
+  static async create(options: { tempObjects?: boolean } = {}): Promise<MemoryStorage> {
     engine ??= initSqlJs();
-    return new MemoryStorage(new (await engine).Database());
+    return new MemoryStorage(new (await engine).Database(), options.tempObjects ?? true);
   }
 
   private statement(sql: string): Statement {
@@ -59,6 +65,12 @@ export class MemoryStorage implements SqlStorage {
 
   /** Rows changed by this statement alone (sqlite3_changes() keeps the count of the last DML). */
   run(sql: string, ...params: SqlValue[]): number {
+    // An INSERT, UPDATE or DELETE counts its own rows, not those its triggers change
+    // (engine/event-index.ts): SQLite's changes(), as the Durable Object adapter counts them.
+    if (DML.test(sql)) {
+      this.exec(sql, ...params);
+      return this.db.getRowsModified();
+    }
     const before = this.totalChanges();
     this.exec(sql, ...params);
     return this.totalChanges() - before;

@@ -105,6 +105,8 @@ export class SqliteStorage implements SqlStorage {
   private backupStarting = false;
   private backupRunning = false;
   epoch = 0;
+  /** Connection-scoped objects cost the WAL nothing (engine/event-index.ts). */
+  readonly tempObjects = true;
 
   constructor(filename: string, options: SqliteStorageOptions = {}) {
     this.db = new Database(filename);
