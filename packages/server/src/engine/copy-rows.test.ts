@@ -149,6 +149,14 @@ for (const adapter of testStorages(cleanups, 'rivulet-copy-rows-')) {
       }
       expectReadBack(store, dst.sid!, new Map(read.map((e) => [e.offset, JSON.stringify(e)])));
       expect(store.events.storedBytes(dst.coreState!.streamId, 1, 5)).toBe(read.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0));
+      // Format 9 (event-index.ts): the batches entered their copies in event_offsets at once; only
+      // the stream's created event is in the tail.
+      expect(storage.execRows(`SELECT ofs FROM event_offsets WHERE sid = ? ORDER BY ofs`, dst.sid!)).toEqual([[2], [3], [4], [5]]);
+      expect(storage.execRows(`SELECT ofs FROM tail_offsets WHERE sid = ?`, dst.sid!)).toEqual([[1]]);
+      // An offset a copy took is refused again.
+      expect(() => store.events.insert(dst.sid!, { offset: 5, type: 'x', ephemeral: false, idempotencyKey: undefined, createdMs: 0, json: '{}' })).toThrow(
+        'storage: offset 5 of stream',
+      );
     });
 
     it('a type JSON escapes, a transformed type or a second hop keeps its whole text', async () => {

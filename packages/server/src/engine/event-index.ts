@@ -8,7 +8,8 @@
  *   the keys, under the same watermark) inserts the tail's entries sorted, so each stream's new
  *   entries share a page.
  * - `tail_offsets`, of the same shape, holds the rows written since the last move. Triggers on the
- *   events table keep it: every inserted row is entered, every deleted row leaves both tables. On a
+ *   events table keep it: every inserted row is entered (but copies stored as parts, which their
+ *   batch enters in event_offsets at once: MovedOffsets.enter), every deleted row leaves both. On a
  *   storage that can hold connection-scoped (TEMP) objects (the Node host, the in-memory adapter)
  *   the tail, its triggers and the view live with the connection and cost the WAL nothing; they are
  *   built again from the rows past the watermark when the connection opens. Elsewhere (the Durable
@@ -36,9 +37,10 @@ export const EVENT_OFFSETS_TABLE = `CREATE TABLE IF NOT EXISTS event_offsets (
 export const EVENTS_BY_OFFSET = `event_index x JOIN events e ON e.rowid = x.rid`;
 
 /**
- * The tail, its triggers and the union view. `temp`: as connection-scoped objects. The insert
- * trigger refuses an offset the moved entries hold already (the unique index of earlier formats
- * refused it too): a read of one key, no write.
+ * The tail, its triggers and the union view. `temp`: as connection-scoped objects. The tail's key
+ * refuses an offset written twice since the last move; one at or below a stream's moved entries is
+ * refused before its row is written (MovedOffsets), not by the trigger: a probe of event_offsets
+ * per row there cost a copy about a sixth of its CPU (bench/README "Offsets indexed in batches").
  */
 function tailDdl(temp: boolean): string[] {
   const t = temp ? 'TEMP ' : '';
@@ -49,9 +51,7 @@ function tailDdl(temp: boolean): string[] {
        rid INTEGER NOT NULL,
        PRIMARY KEY (sid, ofs)
      ) WITHOUT ROWID`,
-    `CREATE ${t}TRIGGER IF NOT EXISTS events_offset_insert AFTER INSERT ON events BEGIN
-       SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.sid, events.ofs')
-         WHERE EXISTS (SELECT 1 FROM event_offsets WHERE sid = new.sid AND ofs = new.ofs);
+    `CREATE ${t}TRIGGER IF NOT EXISTS events_offset_insert AFTER INSERT ON events WHEN new.copy_run IS NULL BEGIN
        INSERT INTO tail_offsets (sid, ofs, rid) VALUES (new.sid, new.ofs, new.rowid);
      END`,
     `CREATE ${t}TRIGGER IF NOT EXISTS events_offset_delete AFTER DELETE ON events BEGIN
@@ -70,17 +70,70 @@ function tailDdl(temp: boolean): string[] {
  */
 export function openEventIndex(storage: SqlStorage, watermark: number): void {
   for (const ddl of tailDdl(storage.tempObjects === true)) storage.run(ddl);
-  storage.run(`INSERT OR IGNORE INTO tail_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events NOT INDEXED WHERE rowid > ?`, watermark);
+  storage.run(`INSERT OR IGNORE INTO tail_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events NOT INDEXED WHERE rowid > ? AND copy_run IS NULL`, watermark);
 }
 
+
 /**
- * A move's part: the tail's entries into event_offsets, sorted, and the tail emptied (event-keys.ts
- * `move`, in its transaction). An entry event_offsets holds already for the same offset is replaced
- * (it can only name a row that is gone).
+ * The moved entries' highest offset per stream, the bound a new row's offset must pass: a row at or
+ * below it would take an offset stored already (offsets only grow, so anything at or below it is
+ * wrong), which the unique (sid, ofs) index of earlier formats refused. Read from event_offsets on a
+ * stream's first write and kept; forgotten for a stream whose rows are deleted (its sid may go to a
+ * new stream), all forgotten by a move and when the storage epoch changes (a failed group commit may
+ * have undone a move).
  */
-export function moveOffsets(storage: SqlStorage): void {
-  storage.run(`INSERT OR REPLACE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rid FROM tail_offsets ORDER BY sid, ofs`);
-  storage.run(`DELETE FROM tail_offsets`);
+export class MovedOffsets {
+  private readonly highest = new Map<number, number>();
+  private epoch: number;
+
+  constructor(private readonly storage: SqlStorage) {
+    this.epoch = storage.epoch;
+  }
+
+  /** Throws, before anything is written, when `offset` is at or below stream `sid`'s moved entries. */
+  check(sid: number, offset: number): void {
+    if (this.storage.epoch !== this.epoch) {
+      this.highest.clear();
+      this.epoch = this.storage.epoch;
+    }
+    let highest = this.highest.get(sid);
+    if (highest === undefined) {
+      highest = this.storage.execRows(`SELECT coalesce(max(ofs), 0) FROM event_offsets WHERE sid = ?`, sid)[0]![0] as number;
+      this.highest.set(sid, highest);
+    }
+    if (offset <= highest) throw new Error(`storage: offset ${offset} of stream ${sid} is stored already (UNIQUE constraint failed: events.sid, events.ofs)`);
+  }
+
+  /**
+   * A move's part: the tail's entries into event_offsets, sorted, and the tail emptied (event-keys.ts
+   * `move`, in its transaction). An entry event_offsets holds already for the same offset is
+   * replaced (it can only name a row that is gone).
+   */
+  move(): void {
+    this.storage.run(`INSERT OR REPLACE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rid FROM tail_offsets ORDER BY sid, ofs`);
+    this.storage.run(`DELETE FROM tail_offsets`);
+    this.highest.clear();
+  }
+
+  /**
+   * Enters the last `count` rows inserted, copies stored as parts of one batch of stream `sid` up to
+   * offset `highest`, in event_offsets directly (the insert trigger leaves them out of the tail): a
+   * batch's copies have consecutive offsets in one stream, so their entries share a page as a
+   * move's do, and going through the tail cost a copy about a tenth more CPU (bench/README "Offsets
+   * indexed in batches"). In the batch's transaction, right after its INSERTs (their rowids are the
+   * last `count` given); the bound of the stream rises to `highest`.
+   */
+  enter(sid: number, count: number, highest: number): void {
+    const last = this.storage.execRows(`SELECT last_insert_rowid()`)[0]![0] as number;
+    this.storage.run(`INSERT INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid > ? AND rowid <= ?`, last - count, last);
+    const known = this.highest.get(sid);
+    if (known !== undefined && highest > known) this.highest.set(sid, highest);
+  }
+
+  /** Rows of stream `sid` were deleted. */
+  forget(sid: number): void {
+    this.highest.delete(sid);
+  }
 }
 
 /**
@@ -89,4 +142,22 @@ export function moveOffsets(storage: SqlStorage): void {
  */
 export function maxOffsetSql(sid: string): string {
   return `max(coalesce((SELECT max(ofs) FROM event_offsets WHERE sid = ${sid}), 0), coalesce((SELECT max(ofs) FROM tail_offsets WHERE sid = ${sid}), 0))`;
+}
+
+/**
+ * The head as stored, for statements over many streams (`alias` names the streams row, or a row
+ * with its `sid` and `head`): the checkpoint or the highest event offset, whichever is higher (one
+ * index lookup per stream).
+ */
+export function derivedHeadSql(alias: string): string {
+  return `max(${alias}.head, ${maxOffsetSql(`${alias}.sid`)})`;
+}
+
+/**
+ * The creation time of a stream's first event after an offset that is not ephemeral, for
+ * statements over many streams (`alias` names a row with the stream's `sid`; `after` is an SQL
+ * expression of the offset): the oldest event a subscription owes.
+ */
+export function firstOwedCreatedSql(alias: string, after: string): string {
+  return `(SELECT e.created_ms FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ${alias}.sid AND x.ofs > ${after} AND e.ephemeral = 0 ORDER BY x.ofs LIMIT 1)`;
 }

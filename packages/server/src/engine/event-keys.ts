@@ -9,7 +9,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
-import { EVENTS_BY_OFFSET, moveOffsets } from './event-index.js';
+import { EVENTS_BY_OFFSET, MovedOffsets } from './event-index.js';
 import { MovedKeyFilters } from './moved-key-filter.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
@@ -81,7 +81,11 @@ export class EventKeys {
    */
   private readonly moved: MovedKeyFilters;
 
-  constructor(private readonly storage: SqlStorage) {
+  constructor(
+    private readonly storage: SqlStorage,
+    /** Where the rows are by offset (event-index.ts): a move moves their entries too. */
+    private readonly offsets: MovedOffsets = new MovedOffsets(storage),
+  ) {
     this.copies = new CopyClaims(storage);
     this.moved = new MovedKeyFilters(storage);
   }
@@ -228,7 +232,7 @@ export class EventKeys {
         for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
       }
       // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
-      moveOffsets(this.storage);
+      this.offsets.move();
       this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
     });
     // Should the group commit fail after all, the epoch changes and load starts over from what is stored.

@@ -1,9 +1,8 @@
 /**
  * The rows of the events table: every statement that writes, finds or deletes events by stream
  * and offset or by idempotency key, over the storage port (the read cache's chunk loads excepted,
- * read-cache.ts), and the fragments that statements over many streams embed (derivedHeadSql,
- * firstOwedCreatedSql). StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands
- * event work here, so the events table's layout and its indexes are known in one place (docs/
+ * read-cache.ts); the fragments that statements over many streams embed are event-index.ts's.
+ * StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands event work here, so the events table's layout and its indexes are known in one place (docs/
  * architecture.md "Storage"). Holds no state besides the read cache's chunk source.
  */
 import type { CommittedEvent } from '@rivulet/contract';
@@ -11,7 +10,7 @@ import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { ClaimsBuilder, isCopyKey, splitCopyKey } from './copy-claims.js';
 import { CopyRuns, EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
-import { EVENTS_BY_OFFSET, maxOffsetSql } from './event-index.js';
+import { EVENTS_BY_OFFSET, MovedOffsets } from './event-index.js';
 import { EventKeys } from './event-keys.js';
 import { sqlChunkSource, type ChunkSource, type ReadCache } from './read-cache.js';
 
@@ -65,24 +64,6 @@ export interface RowsAfterCheckpoint {
   last: number | null;
 }
 
-/**
- * The head as stored, for statements over many streams (`alias` names the streams row, or a row
- * with its `sid` and `head`): the checkpoint or the highest event offset, whichever is higher (one
- * index lookup per stream).
- */
-export function derivedHeadSql(alias: string): string {
-  return `max(${alias}.head, ${maxOffsetSql(`${alias}.sid`)})`;
-}
-
-/**
- * The creation time of a stream's first event after an offset that is not ephemeral, for
- * statements over many streams (`alias` names a row with the stream's `sid`; `after` is an SQL
- * expression of the offset): the oldest event a subscription owes.
- */
-export function firstOwedCreatedSql(alias: string, after: string): string {
-  return `(SELECT e.created_ms FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ${alias}.sid AND x.ofs > ${after} AND e.ephemeral = 0 ORDER BY x.ofs LIMIT 1)`;
-}
-
 /** The select of a range's rows (offset, body) in offset order, shared by both range reads. */
 function rangeSelect(sid: number, q: RangeQuery, parts: boolean): { sql: string; params: (string | number)[] } {
   const params: (string | number)[] = [sid, q.afterOffset, q.beforeOffset];
@@ -128,11 +109,14 @@ export class EventRows {
   /** The idempotency keys of these rows (event-keys.ts). */
   readonly keys: EventKeys;
   private readonly runs: CopyRuns;
+  /** The bound each new row's offset must pass (event-index.ts). */
+  private readonly offsets: MovedOffsets;
   constructor(
     private readonly storage: SqlStorage,
     private readonly readCache: ReadCache | undefined,
   ) {
-    this.keys = new EventKeys(storage);
+    this.offsets = new MovedOffsets(storage);
+    this.keys = new EventKeys(storage, this.offsets);
     this.runs = new CopyRuns(storage);
   }
 
@@ -240,6 +224,7 @@ export class EventRows {
       const params: (string | number | null)[] = new Array<string | number | null>(n * 7);
       for (let i = 0; i < n; i++) {
         const row = rows[start + i]!;
+        this.offsets.check(sid, row.offset);
         const at = i * 7;
         params[at] = sid;
         params[at + 1] = row.offset;
@@ -255,7 +240,9 @@ export class EventRows {
   }
 
   private writeCopies(sid: number, rows: readonly EventRowInput[], from: number, to: number): void {
+    for (let i = from; i < to; i++) this.offsets.check(sid, rows[i]!.offset);
     this.runs.write(sid, rows, from, to);
+    this.offsets.enter(sid, to - from, rows[to - 1]!.offset);
     this.keys.writtenClaimed(to - from);
   }
 
@@ -264,6 +251,7 @@ export class EventRows {
       this.writeCopies(sid, [row], 0, 1);
       return;
     }
+    this.offsets.check(sid, row.offset);
     this.storage.run(insertOf(1), sid, row.offset, row.type, row.ephemeral ? 1 : 0, storedKey(row), row.createdMs, row.json);
     this.keys.written(sid, claimed ? undefined : row.idempotencyKey, row.offset);
   }
@@ -324,6 +312,7 @@ export class EventRows {
   /** Deletes every row of stream `sid`, and its moved keys (the caller forgets it in the read cache). */
   deleteAll(sid: number): void {
     this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rid FROM event_index WHERE sid = ?)`, sid);
+    this.offsets.forget(sid);
     this.runs.deleteStream(sid);
     this.keys.deleteStream(sid);
     this.keys.rowsDeleted();
@@ -334,6 +323,7 @@ export class EventRows {
     let removed = this.keys.deleteStream(sid, maxRows);
     if (removed < maxRows) {
       const rows = this.storage.run(`DELETE FROM events WHERE rowid IN (SELECT rid FROM event_index WHERE sid = ? LIMIT ?)`, sid, maxRows - removed);
+      this.offsets.forget(sid);
       // The runs go with the last rows that name them.
       if (rows < maxRows - removed) this.runs.deleteStream(sid);
       removed += rows;
@@ -384,6 +374,7 @@ export class EventRows {
     }
     if (removed > 0) {
       this.readCache?.forget(sid);
+      this.offsets.forget(sid);
       this.keys.rowsDeleted();
     }
     return removed;

@@ -123,8 +123,9 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     from: 8,
     // The (sid, ofs) index gives way to event_offsets (event-index.ts): the rows at or below the
-    // keys' watermark are entered there, read in the old index's order so that each stream's
-    // entries go in together; the rows past it are the tail, which opening the schema enters.
+    // keys' watermark, and copies stored as parts wherever they are, are entered there, read in the
+    // old index's order so that each stream's entries go in together; the other rows past it are
+    // the tail, which opening the schema enters.
     // No event row is rewritten.
     summary: 'offsets indexed in batches: the events table loses its (sid, ofs) index (no event is rewritten)',
     apply(storage) {
@@ -134,7 +135,7 @@ export const MIGRATIONS: readonly Migration[] = [
       if (storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n === 0) return;
       const watermark = storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
       storage.run(
-        `INSERT OR IGNORE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid <= ? ORDER BY sid, ofs`,
+        `INSERT OR IGNORE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid <= ? OR copy_run IS NOT NULL ORDER BY sid, ofs`,
         watermark === undefined ? 0 : Number(watermark[0]),
       );
       storage.run(`DROP INDEX IF EXISTS events_by_offset`);

@@ -5,7 +5,8 @@
  */
 import type { CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { derivedHeadSql, EventRows } from './event-rows.js';
+import { derivedHeadSql } from './event-index.js';
+import { EventRows } from './event-rows.js';
 import type { ReadCache } from './read-cache.js';
 import { FORMAT_VERSION } from './schema.js';
 

@@ -10,7 +10,7 @@
  */
 import { subscriptionTarget, type OutboundEntry, type SubscriptionListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
-import { derivedHeadSql, firstOwedCreatedSql } from './event-rows.js';
+import { derivedHeadSql, firstOwedCreatedSql } from './event-index.js';
 
 /** The index's own table; SUBSCRIPTION_INDEX_DDL adds an index on subscription_runtime. */
 export const SUBSCRIPTION_INDEX_TABLE = `CREATE TABLE IF NOT EXISTS subscription_index (

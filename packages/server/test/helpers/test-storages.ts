@@ -1,6 +1,6 @@
 /**
- * The two storage adapters the engine's own tests run on in Node: sql.js in memory and SQLite on a
- * fresh file (relaxed durability). Each opened storage, and its folder, is closed and removed by
+ * The storage adapters the engine's own tests run on in Node: sql.js in memory (with and without
+ * TEMP objects, the second as on a Durable Object) and SQLite on a fresh file (relaxed durability). Each opened storage, and its folder, is closed and removed by
  * the caller's `cleanups` after the test.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,9 +26,25 @@ export function memoryTestStorage(cleanups: Array<() => void>): TestStorage {
   };
 }
 
+/**
+ * sql.js in memory without TEMP objects, as a Durable Object's SQL has none: the engine keeps its
+ * unindexed offsets in ordinary tables there (engine/event-index.ts).
+ */
+export function noTempTestStorage(cleanups: Array<() => void>): TestStorage {
+  return {
+    name: 'MemoryStorage without TEMP objects',
+    open: async () => {
+      const storage = await MemoryStorage.create({ tempObjects: false });
+      cleanups.push(() => storage.close());
+      return storage;
+    },
+  };
+}
+
 export function testStorages(cleanups: Array<() => void>, prefix: string): TestStorage[] {
   return [
     memoryTestStorage(cleanups),
+    noTempTestStorage(cleanups),
     {
       name: 'SqliteStorage',
       open: async () => {
