@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { testStorages } from '../../test/helpers/test-storages.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { SqlStorage } from '../ports/storage.js';
-import { derivedHeadSql } from './event-index.js';
+import { MovedOffsets, derivedHeadSql } from './event-index.js';
 import { EventRows, type EventRowInput } from './event-rows.js';
 import { openSchema } from './schema.js';
 
@@ -105,6 +105,29 @@ for (const adapter of testStorages(cleanups, 'rivulet-event-index-')) {
         expect(() => storage.transaction(() => rows.insert(1, row(2)))).toThrow('UNIQUE constraint failed');
       });
       expect(offsets(rows, 1)).toEqual([1, 2]);
+    });
+
+    it('copies stored as parts skip the tail; their batch enters them in event_offsets, unless the tail holds one of their offsets', async () => {
+      const { storage, rows } = await open();
+      const offsets = new MovedOffsets(storage);
+      const copy = (offset: number) =>
+        storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body, copy_run, src_ofs) VALUES (1, ?, 't', 0, NULL, 0, '', 1, ?)`, offset, offset);
+      rows.insert(1, row(1));
+      copy(2);
+      copy(3);
+      expect(storage.execRows(`SELECT ofs FROM tail_offsets`)).toEqual([[1]]);
+      offsets.enter(1, 2, 2, 3);
+      expect(storage.execRows(`SELECT ofs FROM event_offsets`)).toEqual([[2], [3]]);
+      // The bound is read again: offset 3 is taken now.
+      expect(() => offsets.check(1, 3)).toThrow('storage: offset 3 of stream 1 is stored already');
+      offsets.check(1, 4);
+      rows.insert(1, row(4));
+      expect(() => storage.transaction(() => {
+        copy(4);
+        offsets.enter(1, 1, 4, 4);
+      })).toThrow('storage: an offset from 4 to 4 of stream 1 is stored already');
+      // Undone with its transaction: the plain row at 4 alone holds the offset.
+      expect(storage.execRows(`SELECT ofs, copy_run FROM events WHERE sid = 1 ORDER BY ofs`)).toEqual([[1, null], [2, 1], [3, 1], [4, null]]);
     });
 
     it('the derived head of many streams reads each table once per stream, moved and tail alike', async () => {

@@ -73,7 +73,6 @@ export function openEventIndex(storage: SqlStorage, watermark: number): void {
   storage.run(`INSERT OR IGNORE INTO tail_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events NOT INDEXED WHERE rowid > ? AND copy_run IS NULL`, watermark);
 }
 
-
 /**
  * The moved entries' highest offset per stream, the bound a new row's offset must pass: a row at or
  * below it would take an offset stored already (offsets only grow, so anything at or below it is
@@ -116,18 +115,22 @@ export class MovedOffsets {
   }
 
   /**
-   * Enters the last `count` rows inserted, copies stored as parts of one batch of stream `sid` up to
-   * offset `highest`, in event_offsets directly (the insert trigger leaves them out of the tail): a
+   * Enters the last `count` rows inserted, copies stored as parts of one batch of stream `sid`, in
+   * event_offsets directly (the insert trigger leaves them out of the tail): a
    * batch's copies have consecutive offsets in one stream, so their entries share a page as a
    * move's do, and going through the tail cost a copy about a tenth more CPU (bench/README "Offsets
    * indexed in batches"). In the batch's transaction, right after its INSERTs (their rowids are the
-   * last `count` given); the bound of the stream rises to `highest`.
+   * last `count` given), their offsets `first` to `last`. Throws when the tail holds one of them
+   * (event_offsets' own key refuses the rest); the caller's transaction then undoes the rows. The
+   * stream's bound is read again at its next write (not raised here: the batch may yet be undone).
    */
-  enter(sid: number, count: number, highest: number): void {
-    const last = this.storage.execRows(`SELECT last_insert_rowid()`)[0]![0] as number;
-    this.storage.run(`INSERT INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid > ? AND rowid <= ?`, last - count, last);
-    const known = this.highest.get(sid);
-    if (known !== undefined && highest > known) this.highest.set(sid, highest);
+  enter(sid: number, count: number, first: number, last: number): void {
+    if ((this.storage.execRows(`SELECT count(*) FROM tail_offsets WHERE sid = ? AND ofs BETWEEN ? AND ?`, sid, first, last)[0]![0] as number) > 0) {
+      throw new Error(`storage: an offset from ${first} to ${last} of stream ${sid} is stored already (UNIQUE constraint failed: events.sid, events.ofs)`);
+    }
+    const top = this.storage.execRows(`SELECT last_insert_rowid()`)[0]![0] as number;
+    this.storage.run(`INSERT INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid > ? AND rowid <= ?`, top - count, top);
+    this.highest.delete(sid);
   }
 
   /** Rows of stream `sid` were deleted. */

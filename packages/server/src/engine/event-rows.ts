@@ -242,7 +242,7 @@ export class EventRows {
   private writeCopies(sid: number, rows: readonly EventRowInput[], from: number, to: number): void {
     for (let i = from; i < to; i++) this.offsets.check(sid, rows[i]!.offset);
     this.runs.write(sid, rows, from, to);
-    this.offsets.enter(sid, to - from, rows[to - 1]!.offset);
+    this.offsets.enter(sid, to - from, rows[from]!.offset, rows[to - 1]!.offset);
     this.keys.writtenClaimed(to - from);
   }
 
