@@ -298,7 +298,8 @@ describe('upgrading a format-4 data folder (protocol §16.4)', () => {
           .get(),
       ).toEqual({ n: 0 });
       expect(db.prepare(`SELECT count(*) AS n FROM event_offsets`).get()).toEqual(
-        db.prepare(`SELECT count(*) AS n FROM events WHERE rowid <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'keys_moved')`).get(),
+        // (copies stored as parts, which the server wrote after the upgrade, are entered by their batch)
+        db.prepare(`SELECT count(*) AS n FROM events WHERE rowid <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'keys_moved') OR copy_run IS NOT NULL`).get(),
       );
       const after = db.prepare('SELECT sid, ofs, type, idem, created_ms, body FROM events WHERE ephemeral = 0 ORDER BY sid, ofs').all();
       expect(after).toEqual(expect.arrayContaining(before));
