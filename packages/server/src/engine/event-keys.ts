@@ -9,7 +9,7 @@
 import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
-import { EVENTS_BY_OFFSET, MovedOffsets } from './event-index.js';
+import { EVENTS_BY_OFFSET, type MovedOffsets } from './event-index.js';
 import { MovedKeyFilters } from './moved-key-filter.js';
 
 /** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
@@ -84,7 +84,7 @@ export class EventKeys {
   constructor(
     private readonly storage: SqlStorage,
     /** Where the rows are by offset (event-index.ts): a move moves their entries too. */
-    private readonly offsets: MovedOffsets = new MovedOffsets(storage),
+    private readonly offsets: MovedOffsets,
   ) {
     this.copies = new CopyClaims(storage);
     this.moved = new MovedKeyFilters(storage);

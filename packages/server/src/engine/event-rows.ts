@@ -1,9 +1,11 @@
 /**
  * The rows of the events table: every statement that writes, finds or deletes events by stream
  * and offset or by idempotency key, over the storage port (the read cache's chunk loads excepted,
- * read-cache.ts); the fragments that statements over many streams embed are event-index.ts's.
- * StreamStore (stream-store.ts) runs the rest of the engine's SQL and hands event work here, so the events table's layout and its indexes are known in one place (docs/
- * architecture.md "Storage"). Holds no state besides the read cache's chunk source.
+ * read-cache.ts); where rows are by offset, and the fragments that statements over many streams
+ * embed, are event-index.ts's. StreamStore (stream-store.ts) runs the rest of the engine's SQL and
+ * hands event work here, so the events table's layout is known in two files beside each other
+ * (docs/architecture.md "Storage"). Holds no state besides the read cache's chunk source and the
+ * offsets' bound (event-index.ts MovedOffsets).
  */
 import type { CommittedEvent } from '@rivulet/contract';
 import type { FreshEvent } from '../core/decide-append.js';

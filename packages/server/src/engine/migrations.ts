@@ -125,13 +125,12 @@ export const MIGRATIONS: readonly Migration[] = [
     // The (sid, ofs) index gives way to event_offsets (event-index.ts): the rows at or below the
     // keys' watermark, and copies stored as parts wherever they are, are entered there, read in the
     // old index's order so that each stream's entries go in together; the other rows past it are
-    // the tail, which opening the schema enters.
-    // No event row is rewritten.
+    // the tail, which opening the schema enters. No event row is rewritten.
     summary: 'offsets indexed in batches: the events table loses its (sid, ofs) index (no event is rewritten)',
     apply(storage) {
       storage.run(EVENT_OFFSETS_TABLE);
-      // A database without an events table gets it, and the rest, from the schema.
       storage.run(`UPDATE streams SET format = 9 WHERE format = 8`);
+      // A database without an events table gets it, and the rest, from the schema.
       if (storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n === 0) return;
       const watermark = storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
       storage.run(

@@ -56,6 +56,13 @@ export interface CommitReport {
 
 export type CommitObserver = (report: CommitReport) => void;
 
+/**
+ * The statements whose `run` answers SQLite's `changes()`: the rows the statement itself changed,
+ * not those its triggers changed (engine/event-index.ts keeps a table by triggers). Any other
+ * statement answers the difference of `total_changes()` (0 for DDL).
+ */
+export const OWN_CHANGES_STATEMENT = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
+
 export interface SqlStorage {
   exec<R extends object = SqlRow>(sql: string, ...params: SqlValue[]): R[];
   /**
@@ -63,7 +70,7 @@ export interface SqlStorage {
    * statement's column order: no object per row, for reads of many rows.
    */
   execRows(sql: string, ...params: SqlValue[]): SqlValue[][];
-  /** Runs a statement that returns no rows; answers how many rows it changed. */
+  /** Runs a statement that returns no rows; answers how many rows it changed (OWN_CHANGES_STATEMENT). */
   run(sql: string, ...params: SqlValue[]): number;
   transaction<T>(fn: () => T, options?: TransactionOptions): T;
   flush(): Promise<void>;

@@ -1,7 +1,8 @@
 /**
  * The storage adapters the engine's own tests run on in Node: sql.js in memory (with and without
- * TEMP objects, the second as on a Durable Object) and SQLite on a fresh file (relaxed durability). Each opened storage, and its folder, is closed and removed by
- * the caller's `cleanups` after the test.
+ * TEMP objects, the second as on a Durable Object) and SQLite on a fresh file (relaxed
+ * durability). Each opened storage, and its folder, is closed and removed by the caller's
+ * `cleanups` after the test.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,26 +16,15 @@ export interface TestStorage {
   open: () => Promise<SqlStorage>;
 }
 
-export function memoryTestStorage(cleanups: Array<() => void>): TestStorage {
-  return {
-    name: 'MemoryStorage',
-    open: async () => {
-      const storage = await MemoryStorage.create();
-      cleanups.push(() => storage.close());
-      return storage;
-    },
-  };
-}
-
 /**
- * sql.js in memory without TEMP objects, as a Durable Object's SQL has none: the engine keeps its
- * unindexed offsets in ordinary tables there (engine/event-index.ts).
+ * sql.js in memory; `tempObjects: false` takes TEMP objects away, as a Durable Object's SQL has
+ * none (the engine then keeps its unindexed offsets in ordinary tables, engine/event-index.ts).
  */
-export function noTempTestStorage(cleanups: Array<() => void>): TestStorage {
+export function memoryTestStorage(cleanups: Array<() => void>, tempObjects = true): TestStorage {
   return {
-    name: 'MemoryStorage without TEMP objects',
+    name: tempObjects ? 'MemoryStorage' : 'MemoryStorage without TEMP objects',
     open: async () => {
-      const storage = await MemoryStorage.create({ tempObjects: false });
+      const storage = await MemoryStorage.create({ tempObjects });
       cleanups.push(() => storage.close());
       return storage;
     },
@@ -44,7 +34,7 @@ export function noTempTestStorage(cleanups: Array<() => void>): TestStorage {
 export function testStorages(cleanups: Array<() => void>, prefix: string): TestStorage[] {
   return [
     memoryTestStorage(cleanups),
-    noTempTestStorage(cleanups),
+    memoryTestStorage(cleanups, false),
     {
       name: 'SqliteStorage',
       open: async () => {

@@ -18,10 +18,9 @@
  * - A failed write resets the Durable Object (the platform discards its in-memory state), so
  *   `epoch` only moves if `sync()` itself rejects.
  */
-import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { OWN_CHANGES_STATEMENT, type SqlStorage, type SqlValue, type TransactionOptions } from '../../ports/storage.js';
 import type { DoSqlValue, DoStorageApi } from './do-api.js';
 
-const DML = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 
 function bindValue(value: SqlValue): unknown {
   if (value instanceof Uint8Array) {
@@ -63,7 +62,7 @@ export class DurableObjectStorage implements SqlStorage {
 
   run(sql: string, ...params: SqlValue[]): number {
     const sqlApi = this.storage.sql;
-    if (DML.test(sql)) {
+    if (OWN_CHANGES_STATEMENT.test(sql)) {
       sqlApi.exec(sql, ...params.map(bindValue)).toArray();
       return Number(sqlApi.exec('SELECT changes() AS n').toArray()[0]!.n);
     }

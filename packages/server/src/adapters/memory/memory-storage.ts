@@ -7,11 +7,9 @@
  */
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, Statement } from 'sql.js';
-import type { SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { OWN_CHANGES_STATEMENT, type SqlStorage, type SqlValue, type TransactionOptions } from '../../ports/storage.js';
 
 let engine: Promise<SqlJsStatic> | undefined;
-
-const DML = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 
 export class MemoryStorage implements SqlStorage {
   private readonly statements = new Map<string, Statement>();
@@ -65,9 +63,7 @@ export class MemoryStorage implements SqlStorage {
 
   /** Rows changed by this statement alone (sqlite3_changes() keeps the count of the last DML). */
   run(sql: string, ...params: SqlValue[]): number {
-    // An INSERT, UPDATE or DELETE counts its own rows, not those its triggers change
-    // (engine/event-index.ts): SQLite's changes(), as the Durable Object adapter counts them.
-    if (DML.test(sql)) {
+    if (OWN_CHANGES_STATEMENT.test(sql)) {
       this.exec(sql, ...params);
       return this.db.getRowsModified();
     }
