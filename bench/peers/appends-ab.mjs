@@ -12,6 +12,9 @@
  *
  *   node bench/peers/appends-ab.mjs ROUNDS SECONDS NAME=CLI [NAME=CLI ...]   (NOKEYS=1: no keys)
  *
+ * A spec NAME=CLI,nokeys runs that build without keys whatever NOKEYS says: a build against
+ * itself with and without keys in the same rounds is the keys' cost (run.mjs's target).
+ *
  * CLI is a build's bin/rivulet.js (bench/peers/build-commit.mjs prints one for a commit).
  */
 import { readFileSync } from 'node:fs';
@@ -28,9 +31,9 @@ if (!(rounds >= 1) || !(seconds > 0) || specs.length === 0 || specs.some((s) => 
 }
 const builds = specs.map((spec) => {
   const at = spec.indexOf('=');
-  return { name: spec.slice(0, at), cli: spec.slice(at + 1), rounds: [] };
+  const [cli, option] = spec.slice(at + 1).split(',');
+  return { name: spec.slice(0, at), cli, keys: option === 'nokeys' ? false : !process.env.NOKEYS, rounds: [] };
 });
-const keys = !process.env.NOKEYS;
 const folder = tempFolders('rivulet-appends-ab-');
 
 /** The process's system call counters (/proc/PID/io). */
@@ -44,17 +47,17 @@ function io(pid) {
   return { writes: Number(fields.syscw), reads: Number(fields.syscr) };
 }
 
-const load = (url, durationMs, prefix) => appendLoad({ url, clients: 50, streams: 100, keys, warmupMs: 0, durationMs, pathOf: (i) => `/v1/streams/bench/${prefix}${i}` });
+const load = (url, durationMs, prefix, keys) => appendLoad({ url, clients: 50, streams: 100, keys, warmupMs: 0, durationMs, pathOf: (i) => `/v1/streams/bench/${prefix}${i}` });
 
-console.log(`appends of 50 clients over 100 streams, ${keys ? 'a unique key each' : 'no keys'}; ${rounds} rounds of ${seconds} s`);
+console.log(`appends of 50 clients over 100 streams (${builds.map((b) => `${b.name}: ${b.keys ? 'a unique key each' : 'no keys'}`).join(', ')}); ${rounds} rounds of ${seconds} s`);
 for (let round = 1; round <= rounds; round++) {
   for (const build of round % 2 ? builds : [...builds].reverse()) {
     const server = await startServer([build.cli, 'serve', '--port', '0', '--data', folder(build.name), '--durability', 'full'], build.name);
     try {
-      await load(server.url, 1000, 'w');
+      await load(server.url, 1000, 'w', build.keys);
       const pid = server.child.pid;
       const [cpu0, io0] = [procCpuMs(pid), io(pid)];
-      const result = await load(server.url, seconds * 1000, 's');
+      const result = await load(server.url, seconds * 1000, 's', build.keys);
       const [cpu1, io1] = [procCpuMs(pid), io(pid)];
       const n = result.totalRequests;
       if (result.errors > 0) throw new Error(`${build.name}: ${result.errors} failed requests, the first: ${result.firstError}`);

@@ -40,7 +40,7 @@ const usage = `Usage: node bench/peers/run.mjs [options]   (npm run bench:peers 
   --nats-idle-budget S   at most this long creating them; fewer are measured and said (default 120)
   --only LIST          groups to run: appends,appends200,copy,lag,reads,subs,idle (default all)
   --ab-cli PATH        another build's rivulet CLI (e.g. the commit before a storage change): its
-                       appends with keys, copy drain, live copy lag, catch-up read, both subs loads and
+                       appends with keys (50 and 200 clients), copy drain, live copy lag, catch-up read, both subs loads and
                        (in the idle group) memory and idle CPU run beside this build's in the same rounds, as ratios
   --no-install         do not apt-get install missing peers (they are skipped)
   --out FILE           JSON result file (default bench/results/peers-<timestamp>.json)
@@ -289,6 +289,7 @@ const GROUPS = {
   appends200: [
     ['rivulet-keys-200', httpAppends('rivulet', 200, true), null],
     ['redis-xadd-200', redisAppends(200), redisOff],
+    ...(flags['ab-cli'] ? [['rivulet-ab-keys-200', httpAppends('rivulet-ab', 200, true), null]] : []),
   ],
   copy: [
     ['rivulet-copy', rivuletCopy('rivulet'), null],

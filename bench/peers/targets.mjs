@@ -39,6 +39,13 @@ export function targetLines(s, { abCli = false, groups }) {
   if (on('appends200')) {
     const p99 = s('rivulet-keys-200', 'p99ms');
     lines.push(['200 clients: p99 < 25 ms', `${fmtMs(p99)} ms, ${fmtX(ratio(s('rivulet-keys-200', 'perSec'), s('redis-xadd-200', 'perSec')))} Redis`, verdict(p99, '<', 25)]);
+    if (abCli) {
+      lines.push([
+        '  ... the --ab-cli build: p99, appends/s this build ÷ it',
+        `${fmtMs(s('rivulet-ab-keys-200', 'p99ms'))} ms, ${fmtX(ratio(s('rivulet-keys-200', 'perSec'), s('rivulet-ab-keys-200', 'perSec')))}`,
+        'INFO',
+      ]);
+    }
   }
   if (on('copy')) {
     const drain = ratio(s('rivulet-copy', 'perSec'), s('nats-sourcing', 'perSec'));
