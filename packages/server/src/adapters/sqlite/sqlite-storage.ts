@@ -37,36 +37,10 @@ import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '.
 import { DurableSync, type PendingGroup } from './durable-sync.js';
 import { tuneConnection } from './connection-settings.js';
 import { deferred, type Deferred } from './deferred.js';
-import { WalFile, type WalSyncFunctions } from './wal-file.js';
+import type { SqliteStorageOptions } from './storage-options.js';
+import { WalFile } from './wal-file.js';
 
-export type Durability = 'full' | 'relaxed';
-
-export interface SqliteStorageOptions {
-  durability?: Durability;
-  /** Group concurrent transactions into one commit (default true). */
-  groupCommit?: boolean;
-  /**
-   * Hold the file's locks for the connection's lifetime (`locking_mode=EXCLUSIVE`, set before WAL
-   * is entered, so the WAL index lives in this process's memory): no lock calls and no
-   * shared-memory index per transaction, about 8 µs less per commit here (docs/performance.md
-   * "File locks held for the connection's lifetime"). Only for a sole owner (the Node host locks
-   * its data folder): no other connection can open the file
-   * meanwhile. Default false. Durability is unchanged: the WAL on disk is the same, and a crashed
-   * owner's locks go with it.
-   */
-  exclusive?: boolean;
-  /**
-   * Least time between two background syncs of the WAL after commits that do not sync it (see the
-   * header); 0 turns them off. Default 10 ms. Ignored for `:memory:`.
-   */
-  backgroundSyncMs?: number;
-  /** Told the size and duration of every commit (ports/storage.ts); a throw is ignored. */
-  onCommit?: CommitObserver;
-  /** How the WAL is synced (default node:fs); tests inject slow and failing syncs. */
-  walSync?: WalSyncFunctions;
-  /** Milliseconds, monotonic, for the commit reports (default performance.now). */
-  now?: () => number;
-}
+export type { Durability, SqliteStorageOptions } from './storage-options.js';
 
 /** A committed group on its way to durable (durable-sync.ts), with what its report needs. */
 interface CommittedGroup extends PendingGroup {
