@@ -3,6 +3,7 @@
  * journal mode and how hard SQLite syncs, and the measured choices that make commits cheaper.
  */
 import type Database from 'better-sqlite3';
+import { INLINE_CHECKPOINT_FRAMES } from './checkpointer.js';
 
 /**
  * `exclusive`: hold the file's locks for the connection's lifetime, set before WAL is entered so
@@ -18,7 +19,8 @@ export function tuneConnection(db: Database.Database, { exclusive, wal }: { excl
   db.pragma('busy_timeout = 5000');
   // Fewer WAL checkpoints than SQLite's default of every 1000 pages: each one stops the event loop
   // while it copies pages and syncs (docs/performance.md "WAL checkpoints" weighs 4000 against 16000).
-  db.pragma('wal_autocheckpoint = 4000');
+  // A storage with background checkpoints turns these off (checkpointer.ts).
+  db.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_FRAMES}`);
   db.pragma('foreign_keys = OFF');
   // A savepoint's copies of the pages it changes (the statement journal) stay in memory: in a
   // temporary file they cost two writes per page (docs/performance.md "Savepoint journals in memory").

@@ -34,6 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { RivuletError } from '@rivulet/contract';
 import Database from 'better-sqlite3';
 import type { CommitObserver, SqlStorage, SqlValue, TransactionOptions } from '../../ports/storage.js';
+import { BackgroundCheckpointer } from './checkpointer.js';
 import { DurableSync, type PendingGroup } from './durable-sync.js';
 import { tuneConnection } from './connection-settings.js';
 import { deferred, type Deferred } from './deferred.js';
@@ -81,6 +82,8 @@ export class SqliteStorage implements SqlStorage {
   epoch = 0;
   /** Connection-scoped objects cost the WAL nothing (engine/event-index.ts). */
   readonly tempObjects = true;
+  /** Runs the WAL's checkpoints off the event loop, when asked for (options.backgroundCheckpoints). */
+  readonly checkpointer: BackgroundCheckpointer | null = null;
 
   constructor(filename: string, options: SqliteStorageOptions = {}) {
     this.db = new Database(filename);
@@ -104,6 +107,11 @@ export class SqliteStorage implements SqlStorage {
       },
       failed: (error) => this.failed(error),
     });
+    const background = options.backgroundCheckpoints;
+    if (background && (!wal || options.exclusive === true)) {
+      this.db.close();
+      throw new Error('storage: background checkpoints need a file database opened without exclusive locking');
+    }
     try {
       tuneConnection(this.db, { exclusive: options.exclusive === true, wal });
     } catch (error) {
@@ -111,7 +119,9 @@ export class SqliteStorage implements SqlStorage {
       this.db.close();
       throw error;
     }
+    if (background) this.checkpointer = new BackgroundCheckpointer(filename, this.db, background === true ? {} : background);
   }
+
 
   private statement(sql: string): Database.Statement {
     let stmt = this.statements.get(sql);
@@ -299,6 +309,7 @@ export class SqliteStorage implements SqlStorage {
       group.reject(error);
       return error;
     }
+    this.checkpointer?.committed();
     if (!durable) {
       if (this.backgroundSyncMs > 0 && !this.durableSync.pending) this.wal.syncInBackground(this.now(), this.backgroundSyncMs);
       if (this.onCommit) this.report(transactions, (this.now() - started) / 1000, null);
@@ -365,5 +376,13 @@ export class SqliteStorage implements SqlStorage {
     // A background sync may still use the descriptor; it is closed when that sync ends.
     this.wal.close();
     this.db.close();
+    // Closed after this connection, the worker's is the last one: it folds the WAL into the file.
+    this.checkpointer?.close();
+  }
+
+  /** `close()`, settling once the checkpoint worker's connection is closed too (at once without one). */
+  closeFully(): Promise<void> {
+    this.close();
+    return this.checkpointer?.closed ?? Promise.resolve();
   }
 }

@@ -1,5 +1,6 @@
 /** The SQLite adapter's options (sqlite-storage.ts). */
 import type { CommitObserver } from '../../ports/storage.js';
+import type { CheckpointerOptions } from './checkpointer.js';
 import type { WalSyncFunctions } from './wal-file.js';
 
 export type Durability = 'full' | 'relaxed';
@@ -12,10 +13,10 @@ export interface SqliteStorageOptions {
    * Hold the file's locks for the connection's lifetime (`locking_mode=EXCLUSIVE`, set before WAL
    * is entered, so the WAL index lives in this process's memory): no lock calls and no
    * shared-memory index per transaction, about 8 µs less per commit here (docs/performance.md
-   * "File locks held for the connection's lifetime"). Only for a sole owner (the Node host locks
-   * its data folder): no other connection can open the file
-   * meanwhile. Default false. Durability is unchanged: the WAL on disk is the same, and a crashed
-   * owner's locks go with it.
+   * "File locks held for the connection's lifetime"). Only for a sole owner (`rivulet compact` on a
+   * stopped server's folder): no other connection can open the file meanwhile, so not with
+   * `backgroundCheckpoints`, which the Node host chose instead. Default false. Durability is
+   * unchanged: the WAL on disk is the same, and a crashed owner's locks go with it.
    */
   exclusive?: boolean;
   /**
@@ -23,6 +24,13 @@ export interface SqliteStorageOptions {
    * header); 0 turns them off. Default 10 ms. Ignored for `:memory:`.
    */
   backgroundSyncMs?: number;
+  /**
+   * Checkpoint the WAL on a worker thread's connection instead of inside the committing call
+   * (checkpointer.ts; docs/architecture.md "Checkpoints in the background"): `true` or the
+   * checkpointer's options. Needs a file database and shared locking (not `exclusive`: a second
+   * connection must open the file). Default false.
+   */
+  backgroundCheckpoints?: boolean | CheckpointerOptions;
   /** Told the size and duration of every commit (ports/storage.ts); a throw is ignored. */
   onCommit?: CommitObserver;
   /** How the WAL is synced (default node:fs); tests inject slow and failing syncs. */

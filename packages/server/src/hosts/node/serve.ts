@@ -174,12 +174,12 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions, readCache });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
-    // The data folder is locked to this process, so the database may hold its locks (exclusive).
-    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', exclusive: true, onCommit });
+    // Shared locking: a worker thread checkpoints the WAL (docs/architecture.md "Checkpoints in the background").
+    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', backgroundCheckpoints: true, onCommit });
     // An older format is upgraded in place after a copy is kept (protocol §16.4).
     openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, logger) });
   } catch (error) {
-    storage?.close();
+    await storage?.closeFully();
     unlock();
     throw error;
   }
@@ -390,7 +390,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
         await http.closed;
         await storage.flush().catch(() => undefined);
         storageOpen = false;
-        storage.close();
+        await storage.closeFully();
         unlock();
         logger.info?.('shutdown: stopped (storage closed, data folder unlocked)', { durationMs: Math.round(performance.now() - started) });
       })();
