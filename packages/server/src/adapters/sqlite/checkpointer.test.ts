@@ -121,8 +121,11 @@ describe('background checkpoints on a worker thread', () => {
 describe('the checkpointer with a worker the test drives', () => {
   function driven(options: { restartFrames?: number } = {}) {
     const worker = new FakeWorker();
-    const s = open({ backgroundCheckpoints: { intervalMs: 1, restartFrames: options.restartFrames ?? 10, startWorker: () => worker } });
-    return { s, worker };
+    const failures: string[] = [];
+    const s = open({
+      backgroundCheckpoints: { intervalMs: 1, restartFrames: options.restartFrames ?? 10, startWorker: () => worker, onFailure: (reason) => failures.push(reason) },
+    });
+    return { s, worker, failures };
   }
 
   it('asks for a checkpoint after a commit, not while nothing was written', async () => {
@@ -160,11 +163,14 @@ describe('the checkpointer with a worker the test drives', () => {
   });
 
   it('goes back to checkpoints in the commits when the worker reports an error', async () => {
-    const { s, worker } = driven();
+    const { s, worker, failures } = driven();
     await write(s, 1);
     await until(() => worker.asked.length === 1, 'a request');
     worker.answer({ error: 'SQLITE_IOERR: disk I/O error' });
     expect(s.checkpointer!.failure).toBe('SQLITE_IOERR: disk I/O error');
+    // Told once, though the worker's exit follows.
+    worker.emit('exit', 0);
+    expect(failures).toEqual(['SQLITE_IOERR: disk I/O error']);
     expect(s.db.pragma('wal_autocheckpoint', { simple: true })).toBe(INLINE_CHECKPOINT_FRAMES);
     await write(s, 2);
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -173,9 +179,10 @@ describe('the checkpointer with a worker the test drives', () => {
   });
 
   it('goes back to checkpoints in the commits when the worker exits or cannot start', async () => {
-    const { s, worker } = driven();
+    const { s, worker, failures } = driven();
     worker.emit('exit', 1);
     expect(s.checkpointer!.failure).toBe('the checkpoint worker exited');
+    expect(failures).toEqual(['the checkpoint worker exited']);
     expect(s.db.pragma('wal_autocheckpoint', { simple: true })).toBe(INLINE_CHECKPOINT_FRAMES);
     await s.closeFully();
     opened = [];

@@ -32,6 +32,8 @@ export interface CheckpointerOptions {
   maxFrames?: number;
   /** Makes the worker (tests inject failing ones); default a worker thread running CHECKPOINT_WORKER. */
   startWorker?: (file: string) => CheckpointWorker;
+  /** Told once, why the worker failed (checkpoints are inline from then on); a throw is ignored. */
+  onFailure?: (reason: string) => void;
 }
 
 /** What the worker answers for one checkpoint: SQLite's `wal_checkpoint` row, or why it failed. */
@@ -110,6 +112,7 @@ export class BackgroundCheckpointer {
   private catchUpDue = false;
   private closing = false;
   private readonly intervalMs: number;
+  private readonly onFailure: ((reason: string) => void) | undefined;
   private readonly limits: Required<Pick<CheckpointerOptions, 'restartFrames' | 'catchUpFrames' | 'maxFrames'>>;
   /** Settles once the worker has closed its connection and ended (at once when it failed). */
   readonly closed: Promise<void>;
@@ -127,6 +130,7 @@ export class BackgroundCheckpointer {
     options: CheckpointerOptions = {},
   ) {
     this.intervalMs = options.intervalMs ?? 400;
+    this.onFailure = options.onFailure;
     this.limits = { restartFrames: options.restartFrames ?? 1000, catchUpFrames: options.catchUpFrames ?? 512, maxFrames: options.maxFrames ?? 16_000 };
     let ended!: () => void;
     this.closed = new Promise((resolve) => (ended = resolve));
@@ -221,6 +225,11 @@ export class BackgroundCheckpointer {
       this.db.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_FRAMES}`);
     } catch {
       // The connection is closed: nothing left to checkpoint.
+    }
+    try {
+      this.onFailure?.(this.failure);
+    } catch {
+      // An observer's fault changes nothing here.
     }
   }
 }

@@ -112,9 +112,8 @@ export interface NodeServerOptions extends Partial<EngineConfig> {
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * The web UI's built files: `dist/ui` of this package when it was built or installed (the build
- * copies the UI there, so an installed @rivulet/server serves it), else packages/ui/dist of the
- * checkout (running from the sources).
+ * The web UI's built files: `dist/ui` of this package when it was built or installed (the build copies
+ * the UI there, so an installed @rivulet/server serves it), else packages/ui/dist of the checkout.
  */
 function defaultUiDir(): string {
   const candidates = [new URL('../../ui/', import.meta.url), new URL('../../../../ui/dist/', import.meta.url)].map((u) => fileURLToPath(u));
@@ -174,8 +173,9 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions, readCache });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
-    // Shared locking: a worker thread checkpoints the WAL (docs/architecture.md "Checkpoints in the background").
-    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', backgroundCheckpoints: true, onCommit });
+    // Shared locking: a worker thread checkpoints the WAL (docs/architecture.md "Checkpoints in the background"); if it fails, the commits do.
+    const onFailure = (reason: string) => logger.warn?.('checkpoints: the worker failed; the commits checkpoint the WAL again', { reason });
+    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', backgroundCheckpoints: { onFailure }, onCommit });
     // An older format is upgraded in place after a copy is kept (protocol §16.4).
     openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, logger) });
   } catch (error) {
