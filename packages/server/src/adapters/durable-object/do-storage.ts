@@ -21,7 +21,6 @@
 import { OWN_CHANGES_STATEMENT, type SqlStorage, type SqlValue, type TransactionOptions } from '../../ports/storage.js';
 import type { DoSqlValue, DoStorageApi } from './do-api.js';
 
-
 function bindValue(value: SqlValue): unknown {
   if (value instanceof Uint8Array) {
     // Only the view's own bytes, as an ArrayBuffer of exactly that length.

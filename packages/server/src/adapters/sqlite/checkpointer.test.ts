@@ -7,7 +7,9 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { afterCheckpoint, INLINE_CHECKPOINT_FRAMES, type CheckpointReport, type CheckpointWorker } from './checkpointer.js';
+import { eventually } from '../../../test/helpers/subscriptions.js';
+import { afterCheckpoint, type CheckpointReport, type CheckpointWorker } from './checkpointer.js';
+import { INLINE_CHECKPOINT_FRAMES } from './connection-settings.js';
 import { SqliteStorage } from './sqlite-storage.js';
 
 let dir: string;
@@ -39,14 +41,6 @@ async function write(s: SqliteStorage, n: number, bytes = 3000): Promise<void> {
   for (let i = 0; i < n; i++) {
     s.transaction(() => s.run('INSERT INTO t (body) VALUES (?)', 'x'.repeat(bytes)));
     await s.flush();
-  }
-}
-
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
 
@@ -86,18 +80,18 @@ describe('background checkpoints on a worker thread', () => {
     // The server's connection no longer checkpoints in its commits.
     expect(s.db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
     await write(s, 60);
-    await until(() => s.checkpointer!.catchUps > 0, 'a catch-up');
+    await eventually(() => s.checkpointer!.catchUps > 0, 'a catch-up');
     const logBefore = s.checkpointer!.lastLog;
     expect(logBefore).toBeGreaterThanOrEqual(20);
     // Started over: the next commits write from the WAL's start, so the WAL holds only them.
     const seen = s.checkpointer!.checkpoints;
     await write(s, 3);
-    await until(() => s.checkpointer!.checkpoints > seen, 'a later checkpoint');
+    await eventually(() => s.checkpointer!.checkpoints > seen, 'a later checkpoint');
     expect(s.checkpointer!.lastLog).toBeLessThan(logBefore);
     expect(s.checkpointer!.failure).toBeNull();
     const walBytes = statSync(`${file()}-wal`).size;
     await write(s, 60);
-    await until(() => s.checkpointer!.catchUps > 1, 'a second catch-up');
+    await eventually(() => s.checkpointer!.catchUps > 1, 'a second catch-up');
     await write(s, 60);
     // The file is reused from its start, not grown by every commit (60 rows of 3 KB are ~45 pages).
     expect(statSync(`${file()}-wal`).size).toBeLessThan(walBytes + 200 * 4096);
@@ -112,7 +106,7 @@ describe('background checkpoints on a worker thread', () => {
   it('leaves a WAL below restartFrames as it is', async () => {
     const s = open({ backgroundCheckpoints: { intervalMs: 1, restartFrames: 1_000_000 } });
     await write(s, 10);
-    await until(() => s.checkpointer!.checkpoints > 0, 'a checkpoint');
+    await eventually(() => s.checkpointer!.checkpoints > 0, 'a checkpoint');
     await write(s, 2);
     expect(s.checkpointer!.catchUps).toBe(0);
   });
@@ -133,14 +127,14 @@ describe('the checkpointer with a worker the test drives', () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(worker.asked).toEqual([]);
     await write(s, 1);
-    await until(() => worker.asked.length === 1, 'a request');
+    await eventually(() => worker.asked.length === 1, 'a request');
     expect(worker.asked).toEqual(['checkpoint']);
   });
 
   it('catches up only between transactions: a report met inside one waits for the next commit', async () => {
     const { s, worker } = driven();
     await write(s, 1);
-    await until(() => worker.asked.length === 1, 'a request');
+    await eventually(() => worker.asked.length === 1, 'a request');
     s.transaction(() => {
       s.run('INSERT INTO t (body) VALUES (?)', 'y');
       worker.answer({ busy: 0, log: 50, checkpointed: 50 });
@@ -153,7 +147,7 @@ describe('the checkpointer with a worker the test drives', () => {
   it('does not catch up after a busy checkpoint, nor with more than catchUpFrames left', async () => {
     const { s, worker } = driven();
     await write(s, 1);
-    await until(() => worker.asked.length === 1, 'a request');
+    await eventually(() => worker.asked.length === 1, 'a request');
     worker.answer({ busy: 1, log: 600, checkpointed: 600 });
     // One frame more than catchUpFrames (512) left behind: not yet.
     worker.answer({ busy: 0, log: 600, checkpointed: 87 });
@@ -165,7 +159,7 @@ describe('the checkpointer with a worker the test drives', () => {
   it('goes back to checkpoints in the commits when the worker reports an error', async () => {
     const { s, worker, failures } = driven();
     await write(s, 1);
-    await until(() => worker.asked.length === 1, 'a request');
+    await eventually(() => worker.asked.length === 1, 'a request');
     worker.answer({ error: 'SQLITE_IOERR: disk I/O error' });
     expect(s.checkpointer!.failure).toBe('SQLITE_IOERR: disk I/O error');
     // Told once, though the worker's exit follows.

@@ -20,6 +20,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
+import { INLINE_CHECKPOINT_FRAMES } from './connection-settings.js';
 
 export interface CheckpointerOptions {
   /** Least time between two checkpoints of the worker, in ms (default 400). */
@@ -55,9 +56,6 @@ export interface CheckpointWorker {
   unref(): void;
   ref(): void;
 }
-
-/** The frames SQLite checkpoints after when the worker is gone (the Node host's setting, connection-settings.ts). */
-export const INLINE_CHECKPOINT_FRAMES = 4000;
 
 /**
  * What to do after a checkpoint of the worker: start the WAL over from the server's connection
@@ -101,10 +99,8 @@ function startWorkerThread(file: string): CheckpointWorker {
 }
 
 export class BackgroundCheckpointer {
-  /** The worker, while it checkpoints: null once it failed (or never started). */
-  private worker: CheckpointWorker | null;
-  /** The worker to close, even after it failed (it may still hold its connection). */
-  private readonly thread: CheckpointWorker | null = null;
+  /** The worker (null when it could not start); it checkpoints while `failure` is null, and is closed even after. */
+  private readonly worker: CheckpointWorker | null = null;
   private exited = false;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -139,12 +135,11 @@ export class BackgroundCheckpointer {
     try {
       worker = (options.startWorker ?? startWorkerThread)(file);
     } catch (error) {
-      this.worker = null;
       this.fail(error);
       ended();
       return;
     }
-    this.worker = this.thread = worker;
+    this.worker = worker;
     worker.unref();
     worker.on('message', (report) => this.answered(report));
     worker.on('error', (error) => this.fail(error));
@@ -157,7 +152,7 @@ export class BackgroundCheckpointer {
 
   /** A group committed: a checkpoint is due within `intervalMs`; a due catch-up runs now (the caller is between transactions). */
   committed(): void {
-    if (this.worker === null) return;
+    if (this.failure !== null) return;
     this.dirty = true;
     if (this.catchUpDue) this.catchUp();
     if (this.timer === null && !this.running) this.schedule();
@@ -169,27 +164,27 @@ export class BackgroundCheckpointer {
     this.closing = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    if (this.exited || this.thread === null) return;
+    if (this.exited || this.worker === null) return;
     // Until it has closed its connection the worker keeps the process alive: a process that ends
     // first leaves the WAL beside the file (harmless, but an orderly stop folds it in).
-    this.thread.ref();
-    this.thread.postMessage('close');
+    this.worker.ref();
+    this.worker.postMessage('close');
   }
 
   private schedule(): void {
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (this.closing || this.worker === null || !this.dirty) return;
+      if (this.closing || this.failure !== null || !this.dirty) return;
       this.dirty = false;
       this.running = true;
-      this.worker.postMessage('checkpoint');
+      this.worker!.postMessage('checkpoint');
     }, this.intervalMs);
     this.timer.unref();
   }
 
   private answered(report: CheckpointReport): void {
     this.running = false;
-    if (this.closing || this.worker === null) return;
+    if (this.closing || this.failure !== null) return;
     if (report.error !== undefined) return this.fail(new Error(report.error));
     this.checkpoints++;
     this.lastLog = report.log ?? 0;
@@ -216,11 +211,10 @@ export class BackgroundCheckpointer {
   private fail(error: unknown): void {
     if (this.failure !== null || this.closing) return;
     this.failure = error instanceof Error ? error.message : String(error);
-    this.worker = null;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     // A worker that reported a failure still holds its connection: it ends now.
-    if (!this.exited) this.thread?.postMessage('close');
+    if (!this.exited) this.worker?.postMessage('close');
     try {
       this.db.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_FRAMES}`);
     } catch {

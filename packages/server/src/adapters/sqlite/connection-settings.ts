@@ -3,7 +3,9 @@
  * journal mode and how hard SQLite syncs, and the measured choices that make commits cheaper.
  */
 import type Database from 'better-sqlite3';
-import { INLINE_CHECKPOINT_FRAMES } from './checkpointer.js';
+
+/** The WAL frames after which SQLite checkpoints inside a commit (and after a checkpoint worker failed, checkpointer.ts). */
+export const INLINE_CHECKPOINT_FRAMES = 4000;
 
 /**
  * `exclusive`: hold the file's locks for the connection's lifetime, set before WAL is entered so

@@ -122,7 +122,6 @@ export class SqliteStorage implements SqlStorage {
     if (background) this.checkpointer = new BackgroundCheckpointer(filename, this.db, background === true ? {} : background);
   }
 
-
   private statement(sql: string): Database.Statement {
     let stmt = this.statements.get(sql);
     if (!stmt) {
