@@ -6,9 +6,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:http';
-import { getRequestListener, RequestError } from '@hono/node-server';
-import { Defaults, RivuletError } from '@rivulet/contract';
+import { Defaults } from '@rivulet/contract';
 import { SqliteStorage, type Durability } from '../../adapters/sqlite/sqlite-storage.js';
 import { defaultEngineConfig, type EngineConfig } from '../../engine/config.js';
 import { composeEngine, localDirectory } from '../../engine/compose.js';
@@ -22,7 +20,7 @@ import { createApp } from '../../http/app.js';
 import { composeRequestHooks, metricsHook } from '../../http/request-hooks.js';
 import { checkCorsConfig, corsHook, type CorsConfig } from '../../http/cors.js';
 import { parseTokensFile } from '../../http/auth.js';
-import { errorResponse, type ErrorLogger } from '../../http/errors.js';
+import type { ErrorLogger } from '../../http/errors.js';
 import { requestLogHook } from '../../http/request-log.js';
 import type { LogLevel } from '../../ports/logger.js';
 import { createNodeLogger, type LogFormat } from './logger.js';
@@ -43,12 +41,8 @@ import { rootItx } from '../../rpc/itx-port.js';
 import { itxCallReceiver, processorWakeReceiver } from '../../engine/receivers/itx.js';
 import { SessionClosers } from '../../rpc/session-closers.js';
 import { nodeAssets } from './assets.js';
-import { appendAnswerer, isPlainAppendTarget, isPlainHost, nativeAppend, nativeRead, type AppendAnswerer } from './append.js';
-import { readAnswerer } from '../../http/read-route.js';
-import { DEFAULT_LONG_POLL_TIMEOUT_MS, durableStreams, isDsAppendTarget } from '../../http/durable-streams/routes.js';
-import { attachFront } from './front.js';
-import { FlushingResponse } from './flushing-response.js';
-import { trackHttp } from './drain.js';
+import { DEFAULT_LONG_POLL_TIMEOUT_MS, durableStreams } from '../../http/durable-streams/routes.js';
+import { nodeEntrances } from './entrances.js';
 import { nodeReadiness } from './readiness.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../../ports/clock.js';
 import { systemTimer } from '../../ports/timer.js';
@@ -283,39 +277,17 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     backup: () => backups.snapshot(),
   });
 
-  // Requests the adapter cannot even turn into a Request (a raw "\\" in the path, say) still get
-  // the JSON error shape (protocol §1.3), not an empty 400.
-  const listener = getRequestListener(app.fetch, {
+  const { server, http, front } = nodeEntrances({
+    fetch: app.fetch,
+    service,
+    tokens,
+    maxBodyBytes,
+    logger,
+    hooks,
+    durable,
     hostname: host,
-    errorHandler: (error) =>
-      errorResponse(
-        error instanceof RequestError
-          ? new RivuletError('INVALID_INPUT', `request refused: ${error.message}`)
-          : error,
-        logger,
-      ),
-  });
-  // Plain appends are answered on node:http directly (append.ts); everything else by the app.
-  const answerPlainAppend = appendAnswerer({ service, tokens, maxBodyBytes, logger, hooks });
-  // Durable Streams appends take the same fast paths (docs/durable-streams.md "Speed").
-  const answerAppend: AppendAnswerer = (url, headers, body, started) =>
-    (isDsAppendTarget(url) ? durable.answerAppend : answerPlainAppend)(url, headers, body, started);
-  const isFastTarget = (url: string) => isPlainAppendTarget(url) || isDsAppendTarget(url);
-  const appendNatively = nativeAppend(answerAppend, logger, isFastTarget);
-  // Plain page reads too (http/read-route.ts), with the answer the app would give.
-  const readNatively = nativeRead(readAnswerer({ service, tokens, logger, hooks }), logger);
-  const server = createServer({ ServerResponse: FlushingResponse }, (incoming, outgoing) => {
-    if (http.admit(outgoing) && !appendNatively(incoming, outgoing) && !readNatively(incoming, outgoing)) void listener(incoming, outgoing);
-  });
-  // What node:http is answering, so that a shutdown answers it before it closes (drain.ts).
-  const http = trackHttp(server);
-  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
-  if (options.headersTimeoutMs !== undefined) server.headersTimeout = options.headersTimeoutMs;
-  // Connections that only append are answered before node:http (front.ts).
-  const front = attachFront(server, {
-    answer: answerAppend,
-    rules: { maxBodyBytes, accepts: (target, hostHeader) => isFastTarget(target) && isPlainHost(hostHeader) },
-    log: (message, error) => logger.error(message, error),
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs,
     metrics: metrics.registry,
   });
   const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
