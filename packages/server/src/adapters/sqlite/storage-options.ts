@@ -12,8 +12,9 @@ export interface SqliteStorageOptions {
   /**
    * Hold the file's locks for the connection's lifetime (`locking_mode=EXCLUSIVE`, set before WAL
    * is entered, so the WAL index lives in this process's memory): no lock calls and no
-   * shared-memory index per transaction, about 8 µs less per commit here (docs/performance.md
-   * "File locks held for the connection's lifetime"). Only for a sole owner (`rivulet compact` on a
+   * shared-memory index per transaction (shared locking makes six `fcntl` calls on `-shm` per
+   * write transaction, about 16 µs per commit of 8 appends here: docs/performance.md "File locks
+   * held for the connection's lifetime"). Only for a sole owner (`rivulet compact` on a
    * stopped server's folder): no other connection can open the file meanwhile, so not with
    * `backgroundCheckpoints`, which the Node host chose instead. Default false. Durability is
    * unchanged: the WAL on disk is the same, and a crashed owner's locks go with it.
