@@ -3,36 +3,20 @@
  * over, a real worker thread against a real file, and what happens when the worker fails.
  */
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/helpers/subscriptions.js';
+import { sqliteFiles } from '../../../test/helpers/sqlite-files.js';
 import { afterCheckpoint, type CheckpointReport, type CheckpointWorker } from './checkpointer.js';
 import { INLINE_CHECKPOINT_FRAMES } from './connection-settings.js';
 import { SqliteStorage } from './sqlite-storage.js';
 
-let dir: string;
-let opened: SqliteStorage[];
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'rivulet-checkpointer-'));
-  opened = [];
-});
-
-afterEach(async () => {
-  for (const s of opened) {
-    await s.closeFully();
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const file = () => join(dir, 'data.sqlite');
+let file: string;
+const files = sqliteFiles((fresh) => (file = fresh.file), 'rivulet-checkpointer-');
 
 function open(options: ConstructorParameters<typeof SqliteStorage>[1]): SqliteStorage {
-  const s = new SqliteStorage(file(), { durability: 'relaxed', ...options });
-  opened.push(s);
+  const s = files.storage({ durability: 'relaxed', ...options });
   s.exec('CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT)');
   return s;
 }
@@ -90,16 +74,15 @@ describe('background checkpoints on a worker thread', () => {
     await write(s, 3);
     await eventually(() => s.checkpointer!.lastLog < logBefore, 'a checkpoint of the WAL started over');
     expect(s.checkpointer!.failure).toBeNull();
-    const walBytes = statSync(`${file()}-wal`).size;
+    const walBytes = statSync(`${file}-wal`).size;
     await write(s, 60);
     await eventually(() => s.checkpointer!.catchUps > 1, 'a second catch-up');
     await write(s, 60);
     // The file is reused from its start, not grown by every commit (60 rows of 3 KB are ~45 pages).
-    expect(statSync(`${file()}-wal`).size).toBeLessThan(walBytes + 200 * 4096);
+    expect(statSync(`${file}-wal`).size).toBeLessThan(walBytes + 200 * 4096);
     await s.closeFully();
     // The worker's connection closed last and folded the WAL into the file.
-    expect(existsSync(`${file()}-wal`)).toBe(false);
-    opened = [];
+    expect(existsSync(`${file}-wal`)).toBe(false);
     const again = open({});
     expect(again.exec<{ n: number }>('SELECT count(*) AS n FROM t')[0]!.n).toBe(183);
   });
@@ -109,7 +92,7 @@ describe('background checkpoints on a worker thread', () => {
     await write(s, 5);
     // A reader's snapshot keeps every checkpoint from copying the frames committed after it, so
     // each leaves some behind: more than catchUpFrames (0) until the WAL reaches maxFrames.
-    const reader = new Database(file(), { readonly: true });
+    const reader = new Database(file, { readonly: true });
     try {
       reader.prepare('BEGIN').run();
       reader.prepare('SELECT count(*) FROM t').get();
@@ -209,7 +192,6 @@ describe('the checkpointer with a worker the test drives', () => {
     expect(failures).toEqual(['the checkpoint worker exited']);
     expect(s.db.pragma('wal_autocheckpoint', { simple: true })).toBe(INLINE_CHECKPOINT_FRAMES);
     await s.closeFully();
-    opened = [];
     const refused = open({
       backgroundCheckpoints: {
         startWorker: () => {
@@ -226,7 +208,7 @@ describe('the checkpointer with a worker the test drives', () => {
 
 describe('background checkpoints refused', () => {
   it('with exclusive locking, whose connection no other can share', () => {
-    expect(() => new SqliteStorage(file(), { exclusive: true, backgroundCheckpoints: true })).toThrow(
+    expect(() => new SqliteStorage(file, { exclusive: true, backgroundCheckpoints: true })).toThrow(
       'storage: background checkpoints need a file database opened without exclusive locking',
     );
   });
