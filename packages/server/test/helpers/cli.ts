@@ -32,10 +32,10 @@ export function assertBuilt(): void {
 
 /**
  * Starts `rivulet serve --port 0 …args` and waits for its "rivulet listening on URL" line;
- * `nodeArgs` go to node before the CLI (V8 flags, say).
+ * `nodeArgs` go to node before the CLI (V8 flags, say); `env` adds variables to its environment.
  */
-export async function spawnServe(args: readonly string[], timeoutMs = 15_000, nodeArgs: readonly string[] = []): Promise<CliServer> {
-  return spawnListening([...nodeArgs, BIN, 'serve', '--port', '0', ...args], timeoutMs);
+export async function spawnServe(args: readonly string[], timeoutMs = 15_000, nodeArgs: readonly string[] = [], env: Record<string, string> = {}): Promise<CliServer> {
+  return spawnListening([...nodeArgs, BIN, 'serve', '--port', '0', ...args], timeoutMs, env);
 }
 
 /**
@@ -46,10 +46,10 @@ export async function spawnNodeHost(data: string, options: Record<string, unknow
   return spawnListening([`${ROOT}packages/server/test/fixtures/node-host.mjs`, data, JSON.stringify(options)], timeoutMs);
 }
 
-async function spawnListening(argv: readonly string[], timeoutMs: number): Promise<CliServer> {
+async function spawnListening(argv: readonly string[], timeoutMs: number, extraEnv: Record<string, string> = {}): Promise<CliServer> {
   assertBuilt();
   // The flags given here must decide; no RIVULET_* variable of the caller may leak in.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('RIVULET_')));
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('RIVULET_'))), ...extraEnv };
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     env,

@@ -39,6 +39,7 @@ import { DurableSync, type PendingGroup } from './durable-sync.js';
 import { tuneConnection } from './connection-settings.js';
 import { deferred, type Deferred } from './deferred.js';
 import type { SqliteStorageOptions } from './storage-options.js';
+import { openProcessLocked } from './process-lock.js';
 import { WalFile } from './wal-file.js';
 
 export type { Durability, SqliteStorageOptions } from './storage-options.js';
@@ -85,10 +86,19 @@ export class SqliteStorage implements SqlStorage {
   /** Runs the WAL's checkpoints off the event loop, when asked for (options.backgroundCheckpoints). */
   readonly checkpointer: BackgroundCheckpointer | null = null;
 
+  /** Whether this process holds the file's lock for as long as it has it open (options.processLock). */
+  readonly processLocked: boolean = false;
+
   constructor(filename: string, options: SqliteStorageOptions = {}) {
-    this.db = new Database(filename);
-    this.groupCommit = options.groupCommit ?? true;
     const wal = filename !== ':memory:';
+    if (wal && options.processLock === true) {
+      const opened = openProcessLocked(filename);
+      this.db = opened.db;
+      this.processLocked = opened.processLocked;
+    } else {
+      this.db = new Database(filename);
+    }
+    this.groupCommit = options.groupCommit ?? true;
     this.syncWal = wal && options.durability !== 'relaxed';
     this.backgroundSyncMs = wal ? (options.backgroundSyncMs ?? 10) : 0;
     this.onCommit = options.onCommit;
@@ -119,7 +129,8 @@ export class SqliteStorage implements SqlStorage {
       this.db.close();
       throw error;
     }
-    if (background) this.checkpointer = new BackgroundCheckpointer(filename, this.db, background === true ? {} : background);
+    // The worker's connection opens the file by the same name (through the same VFS).
+    if (background) this.checkpointer = new BackgroundCheckpointer(this.db.name, this.db, background === true ? {} : background);
   }
 
   private statement(sql: string): Database.Statement {

@@ -167,9 +167,11 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions, readCache });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
-    // Shared locking: a worker thread checkpoints the WAL (docs/architecture.md "Checkpoints in the background"); if it fails, the commits do.
+    // A worker thread checkpoints the WAL (docs/architecture.md "Checkpoints in the background"); if it fails, the commits do.
+    // The process holds the file's lock: other programs cannot open it while the server runs.
     const onFailure = (reason: string) => logger.warn?.('checkpoints: the worker failed; the commits checkpoint the WAL again', { reason });
-    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', backgroundCheckpoints: { onFailure }, onCommit });
+    storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', processLock: true, backgroundCheckpoints: { onFailure }, onCommit });
+    if (!storage.processLocked) logger.warn?.('storage: SQLite URI filenames are off in this process, so the database is opened with shared locking: other programs can open it while the server runs');
     // An older format is upgraded in place after a copy is kept (protocol §16.4).
     openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, logger) });
   } catch (error) {
