@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { testStorages } from '../../test/helpers/test-storages.js';
 import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import type { SqlStorage } from '../ports/storage.js';
-import { MovedOffsets, derivedHeadSql } from './event-index.js';
+import { MovedOffsets, TAIL_FILLED, derivedHeadSql } from './event-index.js';
 import { EventRows, type EventRowInput } from './event-rows.js';
 import { openSchema } from './schema.js';
 
@@ -128,6 +128,52 @@ for (const adapter of testStorages(cleanups, 'rivulet-event-index-')) {
       })).toThrow('storage: an offset from 4 to 4 of stream 1 is stored already');
       // Undone with its transaction: the plain row at 4 alone holds the offset.
       expect(storage.execRows(`SELECT ofs, copy_run FROM events WHERE sid = 1 ORDER BY ofs`)).toEqual([[1, null], [2, 1], [3, 1], [4, null]]);
+    });
+
+    /** Counts the statements run from here on that begin with `prefix`. */
+    function countRuns(storage: SqlStorage, prefix: string): { count: number } {
+      const runs = { count: 0 };
+      const run = storage.run.bind(storage);
+      storage.run = (sql, ...params) => {
+        if (sql.startsWith(prefix)) runs.count++;
+        return run(sql, ...params);
+      };
+      return runs;
+    }
+
+    it('a tail kept in the file is filled once, when the schema first opens with it; one kept with the connection, at every opening', async () => {
+      const { storage, rows } = await open();
+      rows.insert(1, row(1));
+      rows.keys.move();
+      rows.insert(1, row(2));
+      rows.insert(2, row(1));
+      const fills = countRuns(storage, 'INSERT OR IGNORE INTO tail_offsets');
+      // Opened again, as at a Durable Object's next start.
+      openSchema(storage);
+      expect(fills.count).toBe(storage.tempObjects === true ? 1 : 0);
+      expect(storage.execRows(`SELECT sid, ofs FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
+        [1, 2],
+        [2, 1],
+      ]);
+      expect(offsets(new EventRows(storage, undefined), 1)).toEqual([1, 2]);
+    });
+
+    it('a tail kept in the file that was never filled (a database from before the mark, or just upgraded from format 8) is filled at the next opening', async () => {
+      const { storage, rows } = await open();
+      rows.insert(1, row(1));
+      rows.keys.move();
+      rows.insert(1, row(2));
+      rows.insert(2, row(1));
+      // As the upgrade from format 8 leaves it: rows past the watermark, a tail without them, no mark.
+      storage.run(`DELETE FROM tail_offsets`);
+      storage.run(`DELETE FROM meta WHERE key = ?`, TAIL_FILLED);
+      openSchema(storage);
+      expect(storage.execRows(`SELECT sid, ofs FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
+        [1, 2],
+        [2, 1],
+      ]);
+      expect(offsets(new EventRows(storage, undefined), 1)).toEqual([1, 2]);
+      expect(storage.execRows(`SELECT value FROM meta WHERE key = ?`, TAIL_FILLED)).toEqual(storage.tempObjects === true ? [] : [['1']]);
     });
 
     it('the derived head of many streams reads each table once per stream, moved and tail alike', async () => {

@@ -64,14 +64,25 @@ function tailDdl(temp: boolean): string[] {
   ];
 }
 
+/** The meta row that says a persistent tail holds every row past the watermark (see openEventIndex). */
+export const TAIL_FILLED = 'tail_filled';
+
 /**
  * Creates the tail, its triggers and the view (as TEMP objects where the storage holds them), and
- * enters every row past the watermark `watermark` that the tail lacks: all of them for a new
- * connection's TEMP tail, none for a persistent one. Inside the schema's opening transaction.
+ * enters every row past the watermark `watermark` that the tail lacks. A TEMP tail starts empty
+ * with every connection: it is filled every time. A persistent one (a Durable Object's) is kept
+ * exact by its triggers, in the transactions of the rows themselves, from the moment it exists:
+ * it is filled once, the first time the schema opens with it (a new database, or the first opening
+ * after the upgrade that added it), and a meta row remembers that, so that an object's start does
+ * not read every row past the watermark again (up to 16,384, each a row read a Durable Object
+ * bills). Inside the schema's opening transaction.
  */
 export function openEventIndex(storage: SqlStorage, watermark: number): void {
-  for (const ddl of tailDdl(storage.tempObjects === true)) storage.run(ddl);
+  const temp = storage.tempObjects === true;
+  for (const ddl of tailDdl(temp)) storage.run(ddl);
+  if (!temp && storage.execRows(`SELECT 1 FROM meta WHERE key = ?`, TAIL_FILLED).length > 0) return;
   storage.run(`INSERT OR IGNORE INTO tail_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events NOT INDEXED WHERE rowid > ? AND copy_run IS NULL`, watermark);
+  if (!temp) storage.run(`INSERT INTO meta (key, value) VALUES (?, '1')`, TAIL_FILLED);
 }
 
 /**
