@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/helpers/subscriptions.js';
 import { sqliteFiles } from '../../../test/helpers/sqlite-files.js';
 import type { SqliteStorage } from './sqlite-storage.js';
+import { openProcessLocked } from './process-lock.js';
 
 let file: string;
 // A folder name that a URI must escape.
@@ -77,5 +78,18 @@ describe('a storage with shared locking (no processLock)', () => {
     await s.flush();
     expect(s.processLocked).toBe(false);
     expect(fromAnotherProcess('SELECT count(*) AS n FROM t', true)).toBe('ok [{"n":1}]');
+  });
+});
+
+describe('openProcessLocked', () => {
+  it('opens the file as it is, with shared locking, on a platform without the VFS', () => {
+    const { db, processLocked } = openProcessLocked(file, 'no-such-vfs');
+    try {
+      expect(processLocked).toBe(false);
+      db.exec('CREATE TABLE u (x)');
+      expect(fromAnotherProcess('SELECT count(*) AS n FROM u', true)).toBe('ok [{"n":0}]');
+    } finally {
+      db.close();
+    }
   });
 });

@@ -14,16 +14,18 @@ process.env.SQLITE_USE_URI ??= '1';
 
 /**
  * Opens `filename` through SQLite's unix-excl VFS (SqliteStorageOptions.processLock), named by a
- * file URI; where URI filenames are off in this process (a connection opened before this module
- * asked for them), SQLite cannot open that name and the file is opened as it is, with shared locking.
+ * file URI. Where SQLite cannot open it that way, the file is opened as it is, with shared locking:
+ * URI filenames off in this process (a connection opened before this module asked for them), or a
+ * platform without that VFS. `vfs` is for tests.
  */
-export function openProcessLocked(filename: string): { db: Database.Database; processLocked: boolean } {
-  const uri = `${pathToFileURL(resolve(filename)).href}?vfs=unix-excl`;
+export function openProcessLocked(filename: string, vfs = 'unix-excl'): { db: Database.Database; processLocked: boolean } {
+  const uri = `${pathToFileURL(resolve(filename)).href}?vfs=${vfs}`;
   try {
     return { db: new Database(uri), processLocked: true };
   } catch (error) {
     // With URI filenames off the name is a relative path in a folder "file:", which is not there.
-    if ((error as { code?: string }).code !== 'SQLITE_CANTOPEN') throw error;
+    const { code, message } = error as { code?: string; message?: string };
+    if (code !== 'SQLITE_CANTOPEN' && !message?.startsWith('no such vfs')) throw error;
     return { db: new Database(filename), processLocked: false };
   }
 }
