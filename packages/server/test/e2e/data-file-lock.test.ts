@@ -56,7 +56,7 @@ describe("the server's lock on its database file", () => {
 
   it('says at warn that it opened the file with shared locking where SQLite URI filenames are off', async () => {
     const { server, database } = await serve({ SQLITE_USE_URI: '0' });
-    expect(server.output()).toContain('storage: SQLite URI filenames are off in this process, so the database is opened with shared locking');
+    expect(server.output()).toContain('storage: the database is opened with shared locking (SQLite could not open it through the unix-excl VFS: URI filenames are off in this process');
     expect(outside(database, true, (db) => db.prepare('SELECT count(*) AS n FROM events').get())).toBe('ok {"n":2}');
   });
 });

@@ -171,7 +171,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     // The process holds the file's lock: other programs cannot open it while the server runs.
     const onFailure = (reason: string) => logger.warn?.('checkpoints: the worker failed; the commits checkpoint the WAL again', { reason });
     storage = new SqliteStorage(join(dataDir, DATABASE_FILE), { durability: options.durability ?? 'full', processLock: true, backgroundCheckpoints: { onFailure }, onCommit });
-    if (!storage.processLocked) logger.warn?.('storage: SQLite URI filenames are off in this process, so the database is opened with shared locking: other programs can open it while the server runs');
+    if (!storage.processLocked) logger.warn?.('storage: the database is opened with shared locking (SQLite could not open it through the unix-excl VFS: URI filenames are off in this process, or the platform lacks that VFS): other programs can open it while the server runs');
     // An older format is upgraded in place after a copy is kept (protocol §16.4).
     openSchema(storage, { beforeUpgrade: backupBeforeUpgrade(storage, dataDir, logger) });
   } catch (error) {
