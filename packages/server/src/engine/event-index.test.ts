@@ -141,38 +141,41 @@ for (const adapter of testStorages(cleanups, 'rivulet-event-index-')) {
       return runs;
     }
 
-    it('a tail kept in the file is filled once, when the schema first opens with it; one kept with the connection, at every opening', async () => {
-      const { storage, rows } = await open();
+    /** Row 1 of stream 1, moved; then row 2 of stream 1 and row 1 of stream 2, past the watermark. */
+    function writeAcrossMove(rows: EventRows): void {
       rows.insert(1, row(1));
       rows.keys.move();
       rows.insert(1, row(2));
       rows.insert(2, row(1));
+    }
+
+    /** The tail holds the rows writeAcrossMove wrote past the watermark, and stream 1 reads back whole. */
+    function expectRowsPastTheMove(storage: SqlStorage): void {
+      expect(storage.execRows(`SELECT sid, ofs FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
+        [1, 2],
+        [2, 1],
+      ]);
+      expect(offsets(new EventRows(storage, undefined), 1)).toEqual([1, 2]);
+    }
+
+    it('a tail kept in the file is filled once, when the schema first opens with it; one kept with the connection, at every opening', async () => {
+      const { storage, rows } = await open();
+      writeAcrossMove(rows);
       const fills = countRuns(storage, 'INSERT OR IGNORE INTO tail_offsets');
       // Opened again, as at a Durable Object's next start.
       openSchema(storage);
       expect(fills.count).toBe(storage.tempObjects === true ? 1 : 0);
-      expect(storage.execRows(`SELECT sid, ofs FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
-        [1, 2],
-        [2, 1],
-      ]);
-      expect(offsets(new EventRows(storage, undefined), 1)).toEqual([1, 2]);
+      expectRowsPastTheMove(storage);
     });
 
     it('a tail kept in the file that was never filled (a database from before the mark, or just upgraded from format 8) is filled at the next opening', async () => {
       const { storage, rows } = await open();
-      rows.insert(1, row(1));
-      rows.keys.move();
-      rows.insert(1, row(2));
-      rows.insert(2, row(1));
+      writeAcrossMove(rows);
       // As the upgrade from format 8 leaves it: rows past the watermark, a tail without them, no mark.
       storage.run(`DELETE FROM tail_offsets`);
       storage.run(`DELETE FROM meta WHERE key = ?`, TAIL_FILLED);
       openSchema(storage);
-      expect(storage.execRows(`SELECT sid, ofs FROM tail_offsets ORDER BY sid, ofs`)).toEqual([
-        [1, 2],
-        [2, 1],
-      ]);
-      expect(offsets(new EventRows(storage, undefined), 1)).toEqual([1, 2]);
+      expectRowsPastTheMove(storage);
       expect(storage.execRows(`SELECT value FROM meta WHERE key = ?`, TAIL_FILLED)).toEqual(storage.tempObjects === true ? [] : [['1']]);
     });
 
