@@ -74,8 +74,8 @@ export const TAIL_FILLED = 'tail_filled';
  * exact by its triggers, in the transactions of the rows themselves, from the moment it exists:
  * it is filled once, the first time the schema opens with it (a new database, or the first opening
  * after the upgrade that added it), and a meta row remembers that, so that an object's start does
- * not read every row past the watermark again (up to 16,384, each a row read a Durable Object
- * bills). Inside the schema's opening transaction.
+ * not read every row past the watermark again (up to moveAfterRows, 2,048 there, each a row read
+ * a Durable Object bills). Inside the schema's opening transaction.
  */
 export function openEventIndex(storage: SqlStorage, watermark: number): void {
   const temp = storage.tempObjects === true;

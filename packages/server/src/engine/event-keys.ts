@@ -23,9 +23,23 @@ export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
 /** The meta row holding the watermark: every keyed event row with a rowid at or below it is in event_keys. */
 export const KEYS_MOVED = 'keys_moved';
 
-/** A move runs once this many keys, or this many rows, were written since the last one. */
+/** A move runs once this many keys, or this many rows (moveAfterRows), were written since the last one. */
 export const MOVE_AFTER_KEYS = 2048;
 export const MOVE_AFTER_ROWS = 16384;
+/**
+ * The rows after which a move runs where the tail of offsets persists (a Durable Object: no TEMP
+ * objects). Such an object starts again after every eviction, and its first keyed lookup, or its
+ * first batch, reads every row past the watermark into the map of keys: moving as often as keys
+ * do bounds that read to as many rows (docs/architecture.md "Idempotency keys are indexed in
+ * batches"). The rows moved in all are the same; each move is one stream's, so its entries share
+ * pages at any size.
+ */
+export const MOVE_AFTER_ROWS_PERSISTENT = MOVE_AFTER_KEYS;
+
+/** The rows written after which a move runs on `storage`. */
+export function moveAfterRows(storage: SqlStorage): number {
+  return storage.tempObjects === true ? MOVE_AFTER_ROWS : MOVE_AFTER_ROWS_PERSISTENT;
+}
 
 /**
  * Brings the watermark down to the highest rowid left. SQLite gives a new row the highest rowid
@@ -72,6 +86,7 @@ export class EventKeys {
   private watermark = 0;
   private rowsSinceMove = 0;
   private moveQueued = false;
+  private readonly moveAfterRows: number;
 
   /** The keys of copies, claimed as ranges (copy-claims.ts). */
   readonly copies: CopyClaims;
@@ -88,6 +103,7 @@ export class EventKeys {
   ) {
     this.copies = new CopyClaims(storage);
     this.moved = new MovedKeyFilters(storage);
+    this.moveAfterRows = moveAfterRows(storage);
   }
 
   /** The offset of the event stored with `key` in stream `sid`, if there is one. */
@@ -262,7 +278,7 @@ export class EventKeys {
   /** `count` rows were written whose keys, if any, are claimed: queues a move when one is due. */
   writtenClaimed(count: number): void {
     this.rowsSinceMove += count;
-    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= MOVE_AFTER_ROWS) this.queueMove();
+    if (this.recentCount >= MOVE_AFTER_KEYS || this.rowsSinceMove >= this.moveAfterRows) this.queueMove();
   }
 
   private remember(sid: number, key: string, offset: number): void {
