@@ -10,7 +10,7 @@
  * the first build. Rounds alternate the order. For A/Bs of a storage change (bench/README "Offsets
  * indexed in batches").
  *
- *   node bench/peers/appends-ab.mjs ROUNDS SECONDS NAME=CLI [NAME=CLI ...]   (NOKEYS=1: no keys)
+ *   node bench/peers/appends-ab.mjs ROUNDS SECONDS NAME=CLI [NAME=CLI ...]   (NOKEYS=1: no keys; DURABILITY=relaxed: no fsync per commit)
  *
  * A spec NAME=CLI,nokeys runs that build without keys whatever NOKEYS says: a build against
  * itself with and without keys in the same rounds is the keys' cost (run.mjs's target).
@@ -52,7 +52,7 @@ const load = (url, durationMs, prefix, keys) => appendLoad({ url, clients: 50, s
 console.log(`appends of 50 clients over 100 streams (${builds.map((b) => `${b.name}: ${b.keys ? 'a unique key each' : 'no keys'}`).join(', ')}); ${rounds} rounds of ${seconds} s`);
 for (let round = 1; round <= rounds; round++) {
   for (const build of round % 2 ? builds : [...builds].reverse()) {
-    const server = await startServer([build.cli, 'serve', '--port', '0', '--data', folder(build.name), '--durability', 'full'], build.name);
+    const server = await startServer([build.cli, 'serve', '--port', '0', '--data', folder(build.name), '--durability', process.env.DURABILITY ?? 'full'], build.name);
     try {
       await load(server.url, 1000, 'w', build.keys);
       const pid = server.child.pid;
