@@ -16,11 +16,8 @@
  * --group 1: one stream, each append awaited before the next (scenario a). --group N: N appends to
  * streams picked at random among 100, issued in one turn so they share a group commit (scenario b).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
+import { EVENT_TEXT, keyedEventText, loadEngineBuild, openEngine } from './engine-build.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -39,35 +36,12 @@ if (positionals.length === 0) throw new Error('usage: engine-ab.mjs NAME=DIST [N
 const builds = [];
 for (const arg of positionals) {
   const [name, dir] = arg.split('=');
-  const load = async (path) => import(pathToFileURL(join(resolve(dir), path)).href);
-  builds.push({
-    name,
-    SqliteStorage: (await load('adapters/sqlite/sqlite-storage.js')).SqliteStorage,
-    openSchema: (await load('engine/schema.js')).openSchema,
-    StreamStore: (await load('engine/stream-store.js')).StreamStore,
-    StreamActor: (await load('engine/actor.js')).StreamActor,
-    defaultEngineConfig: (await load('engine/config.js')).defaultEngineConfig,
-    checkInput: (await load('core/append-input.js')).checkInput,
-  });
+  builds.push({ name, ...(await loadEngineBuild(dir)) });
 }
 
-// About the event of run.mjs scenario (a): a ≈100-byte payload.
-const input = { type: 'bench/e', payload: { customer: 'c-000123', amount: 4200, currency: 'EUR', note: 'x'.repeat(40) } };
-
 async function measure(b) {
-  const dir = mkdtempSync(join(tmpdir(), 'rivulet-engine-ab-'));
-  const storage = new b.SqliteStorage(join(dir, 'rivulet.db'), { durability: 'relaxed', exclusive: true });
+  const { actors, close } = await openEngine(b, 'rivulet-engine-ab-', GROUP === 1 ? 1 : 100);
   try {
-    b.openSchema(storage);
-    await storage.flush();
-    let ids = 0;
-    const deps = {
-      store: new b.StreamStore(storage),
-      clock: { now: () => Date.now() },
-      random: { next: Math.random, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
-      config: b.defaultEngineConfig,
-    };
-    const actors = Array.from({ length: GROUP === 1 ? 1 : 100 }, (_, i) => new b.StreamActor(null, `/bench/s-${i}`, deps));
     let seed = 7;
     const pick = () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -75,10 +49,7 @@ async function measure(b) {
     };
     // Every input is made before the clock starts, by JSON.parse as an HTTP body would be (a spread
     // copy per append measured the harness: about 2 µs of the keyed figure).
-    const text = JSON.stringify(input);
-    const inputs = Array.from({ length: 2000 + N }, (_, n) =>
-      JSON.parse(values.keys ? `${text.slice(0, -1)},"idempotencyKey":"c${n % 50}-${Math.floor(n / 50)}"}` : text),
-    );
+    const inputs = Array.from({ length: 2000 + N }, (_, n) => JSON.parse(values.keys ? keyedEventText(n) : EVENT_TEXT));
     let seq = 0;
     const one = (actor) => actor.append([b.checkInput(inputs[seq++], 'public', 0)], 'public');
     const step = () => (GROUP === 1 ? one(actors[0]) : Promise.all(Array.from({ length: GROUP }, () => one(pick()))));
@@ -88,8 +59,7 @@ async function measure(b) {
     const used = process.cpuUsage(before);
     return (used.user + used.system) / N;
   } finally {
-    storage.close();
-    rmSync(dir, { recursive: true, force: true });
+    close();
   }
 }
 

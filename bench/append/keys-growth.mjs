@@ -16,11 +16,10 @@
  * "A key's cost grows with the keys stored").
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
+import { median } from '../lib/report.mjs';
+import { EVENT_TEXT, keyedEventText, loadEngineBuild, openEngine } from './engine-build.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -43,47 +42,22 @@ const specs = positionals.map((arg) => {
   return { name, dir, keys: option !== 'nokeys', slices: Array.from({ length: SLICES }, () => []) };
 });
 
-async function load(spec) {
-  const from = async (path) => import(pathToFileURL(join(resolve(spec.dir), path)).href);
-  return {
-    ...spec,
-    SqliteStorage: (await from('adapters/sqlite/sqlite-storage.js')).SqliteStorage,
-    openSchema: (await from('engine/schema.js')).openSchema,
-    StreamStore: (await from('engine/stream-store.js')).StreamStore,
-    StreamActor: (await from('engine/actor.js')).StreamActor,
-    defaultEngineConfig: (await from('engine/config.js')).defaultEngineConfig,
-    checkInput: (await from('core/append-input.js')).checkInput,
-  };
-}
-
 const writeCalls = () => Number(/syscw: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))[1]);
 const cpuUs = () => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
-const text = JSON.stringify({ type: 'bench/e', payload: { customer: 'c-000123', amount: 4200, currency: 'EUR', note: 'x'.repeat(40) } });
 
 async function measure(b) {
   const slices = [];
-  const dir = mkdtempSync(join(tmpdir(), 'rivulet-keys-growth-'));
-  const storage = new b.SqliteStorage(join(dir, 'rivulet.db'), { durability: 'relaxed', exclusive: true });
+  const { actors, close } = await openEngine(b, 'rivulet-keys-growth-', 100);
   try {
-    b.openSchema(storage);
-    await storage.flush();
-    let ids = 0;
-    const deps = {
-      store: new b.StreamStore(storage),
-      clock: { now: () => Date.now() },
-      random: { next: Math.random, uuid: () => `00000000-0000-4000-8000-${(++ids).toString(16).padStart(12, '0')}` },
-      config: b.defaultEngineConfig,
-    };
-    const actors = Array.from({ length: 100 }, (_, i) => new b.StreamActor(null, `/bench/s-${i}`, deps));
     let seed = 7;
     let n = 0;
     const one = () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       const k = n++;
-      const body = b.keys ? `${text.slice(0, -1)},"idempotencyKey":"c${k % 50}-${Math.floor(k / 50)}"}` : text;
+      const body = b.keys ? keyedEventText(k) : EVENT_TEXT;
       return actors[seed % 100].append([b.checkInput(JSON.parse(body), 'public', 0)], 'public');
     };
     const perSlice = N / SLICES / GROUP;
@@ -93,15 +67,14 @@ async function measure(b) {
       slices.push({ cpu: (cpuUs() - cpu0) / (N / SLICES), writes: (writeCalls() - writes0) / (N / SLICES) });
     }
   } finally {
-    storage.close();
-    rmSync(dir, { recursive: true, force: true });
+    close();
   }
   return slices;
 }
 
 if (values.child) {
   // One build, one round, in this process: its slices as JSON on stdout.
-  console.log(JSON.stringify(await measure(await load(specs[0]))));
+  console.log(JSON.stringify(await measure({ ...specs[0], ...(await loadEngineBuild(specs[0].dir)) })));
   process.exit(0);
 }
 const args = ['--appends', String(N), '--slices', String(SLICES)];
@@ -113,7 +86,6 @@ for (let round = 0; round < ROUNDS; round++) {
     slices.forEach((slice, i) => b.slices[i].push(slice));
   }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 console.log(`${N} appends in ${SLICES} slices, groups of ${GROUP} over 100 streams, ${ROUNDS} rounds (medians): CPU µs and write calls per append, by slice`);
 console.log(`${''.padEnd(16)}${Array.from({ length: SLICES }, (_, i) => `to ${(((i + 1) * N) / SLICES / 1000).toFixed(0)}k`.padStart(16)).join('')}`);
 for (const b of specs) {
