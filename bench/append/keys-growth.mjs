@@ -1,6 +1,6 @@
 /**
  * How the cost of an idempotency key grows with the keys already stored, below HTTP: appends in
- * group commits of 25 over 100 streams (`StreamActor.append` over `SqliteStorage`, relaxed
+ * group commits of 25 over 100 streams (`--streams`; `StreamActor.append` over `SqliteStorage`, relaxed
  * durability, exclusive locking, as bench/append/engine-ab.mjs), each with a unique key made as
  * bench/peers/load.mjs makes them ("c<caller>-<n>", 50 callers) or none, on builds of
  * packages/server given as dist folders, each build and round in a process of its own (several
@@ -10,7 +10,7 @@
  * counts) and the write system calls per append (/proc/self/io: WAL frames and the checkpoints'
  * copies of them). Each build and round runs on a fresh database; rounds alternate the order.
  *
- *   node bench/append/keys-growth.mjs NAME=DIST[,nokeys] [NAME=DIST[,nokeys] …] [--appends 150000] [--slices 5] [--rounds 2]
+ *   node bench/append/keys-growth.mjs NAME=DIST[,nokeys] [NAME=DIST[,nokeys] …] [--appends 150000] [--slices 5] [--rounds 2] [--streams 100]
  *
  * A build named twice, once with `,nokeys`, shows the keys' cost as the tables grow (bench/README
  * "A key's cost grows with the keys stored").
@@ -27,12 +27,13 @@ const { values, positionals } = parseArgs({
     appends: { type: 'string', default: '150000' },
     slices: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '2' },
+    streams: { type: 'string', default: '100' },
     child: { type: 'boolean', default: false },
   },
 });
-const [N, SLICES, ROUNDS, GROUP] = [Number(values.appends), Number(values.slices), Number(values.rounds), 25];
+const [N, SLICES, ROUNDS, STREAMS, GROUP] = [Number(values.appends), Number(values.slices), Number(values.rounds), Number(values.streams), 25];
 if (positionals.length === 0 || N % (SLICES * GROUP) !== 0) {
-  console.error('usage: keys-growth.mjs NAME=DIST[,nokeys] … [--appends N (a multiple of 25 × slices)] [--slices 5] [--rounds 2]');
+  console.error('usage: keys-growth.mjs NAME=DIST[,nokeys] … [--appends N (a multiple of 25 × slices)] [--slices 5] [--rounds 2] [--streams 100]');
   process.exit(2);
 }
 
@@ -50,7 +51,7 @@ const cpuUs = () => {
 
 async function measure(b) {
   const slices = [];
-  const { actors, close } = await openEngine(b, 'rivulet-keys-growth-', 100);
+  const { actors, close } = await openEngine(b, 'rivulet-keys-growth-', STREAMS);
   try {
     let seed = 7;
     let n = 0;
@@ -58,7 +59,7 @@ async function measure(b) {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       const k = n++;
       const body = b.keys ? keyedEventText(k) : EVENT_TEXT;
-      return actors[seed % 100].append([b.checkInput(JSON.parse(body), 'public', 0)], 'public');
+      return actors[seed % STREAMS].append([b.checkInput(JSON.parse(body), 'public', 0)], 'public');
     };
     const perSlice = N / SLICES / GROUP;
     for (let slice = 0; slice < SLICES; slice++) {
@@ -77,7 +78,7 @@ if (values.child) {
   console.log(JSON.stringify(await measure({ ...specs[0], ...(await loadEngineBuild(specs[0].dir)) })));
   process.exit(0);
 }
-const args = ['--appends', String(N), '--slices', String(SLICES)];
+const args = ['--appends', String(N), '--slices', String(SLICES), '--streams', String(STREAMS)];
 
 for (let round = 0; round < ROUNDS; round++) {
   for (const b of round % 2 ? [...specs].reverse() : specs) {
@@ -86,7 +87,7 @@ for (let round = 0; round < ROUNDS; round++) {
     slices.forEach((slice, i) => b.slices[i].push(slice));
   }
 }
-console.log(`${N} appends in ${SLICES} slices, groups of ${GROUP} over 100 streams, ${ROUNDS} rounds (medians): CPU µs and write calls per append, by slice`);
+console.log(`${N} appends in ${SLICES} slices, groups of ${GROUP} over ${STREAMS} streams, ${ROUNDS} rounds (medians): CPU µs and write calls per append, by slice`);
 console.log(`${''.padEnd(16)}${Array.from({ length: SLICES }, (_, i) => `to ${(((i + 1) * N) / SLICES / 1000).toFixed(0)}k`.padStart(16)).join('')}`);
 for (const b of specs) {
   const cells = b.slices.map((rounds) => `${median(rounds.map((r) => r.cpu)).toFixed(1)} µs ${median(rounds.map((r) => r.writes)).toFixed(2)} w`.padStart(16));
