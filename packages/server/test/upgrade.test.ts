@@ -7,7 +7,8 @@
  * format 4 (test/fixtures/format-4, scripts/make-fixture-format4.mjs), whose steps rebuild the
  * idempotency index (to format 5), move its keys into a table of their own (to format 6), add
  * the table that claims copies' keys as ranges (to format 7) and the columns and table of copies
- * stored as parts (format 8) and offsets indexed in batches (to format 9): every key it held still answers its stored event.
+ * stored as parts (format 8), offsets indexed in batches (to format 9) and the keys in sorted runs (to
+ * format 10): every key it held still answers its stored event.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,7 +74,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 9; the database as it was is kept in ${copy}`]);
+    expect(warnings).toEqual([`rivulet: upgrading the data folder ${data} from storage format 2 to 10; the database as it was is kept in ${copy}`]);
     // The copy is the old database, still format 2, with the same rows as the fixture.
     const rows = (file: string) => {
       const db = new Database(file, { readonly: true });
@@ -136,7 +137,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(fresh.map((e) => e.offset)).toEqual([last + 1, last + 2]);
   });
 
-  it('a second start finds format 9 and upgrades nothing', async () => {
+  it('a second start finds format 10 and upgrades nothing', async () => {
     const data = fixtureFolder();
     const first: string[] = [];
     const server = await start(data, first);
@@ -149,16 +150,16 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2'))).toBe(false);
   });
 
-  it('compact upgrades as serve does: the copy first, then format 9', () => {
+  it('compact upgrades as serve does: the copy first, then format 10', () => {
     const data = fixtureFolder();
     const lines: string[] = [];
     compactDataFolder(data, { progress: (line) => lines.push(line) });
     const copy = join(data, 'rivulet.db.before-upgrade-v2');
-    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 9; the database as it was is kept in ${copy}`);
+    expect(lines[0]).toBe(`rivulet: upgrading the data folder ${data} from storage format 2 to 10; the database as it was is kept in ${copy}`);
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '9' });
-      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 9 }]);
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '10' });
+      expect(db.prepare('SELECT DISTINCT format FROM streams').all()).toEqual([{ format: 10 }]);
     } finally {
       db.close();
     }
@@ -177,7 +178,7 @@ describe('upgrading a format-2 data folder (protocol §16.4)', () => {
     expect(error).toBeInstanceOf(RivuletError);
     expect((error as RivuletError).code).toBe('UNAVAILABLE');
     expect((error as RivuletError).message).toMatch(
-      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 9: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
+      new RegExp(`^cannot upgrade the data folder ${data} from storage format 2 to 10: the copy of the database could not be written to ${join(data, 'rivulet.db.before-upgrade-v2')} \\(.+\\)\\. Nothing was changed\\.$`),
     );
     expect(warnings).toEqual([]);
     expect(existsSync(join(data, 'rivulet.db.before-upgrade-v2.partial'))).toBe(false);
@@ -215,7 +216,7 @@ describe('upgrading a format-4 data folder (protocol §16.4)', () => {
     const warnings: string[] = [];
     const server = await start(data, warnings);
     expect(warnings).toEqual([
-      `rivulet: upgrading the data folder ${data} from storage format 4 to 9; the database as it was is kept in ${join(data, 'rivulet.db.before-upgrade-v4')}`,
+      `rivulet: upgrading the data folder ${data} from storage format 4 to 10; the database as it was is kept in ${join(data, 'rivulet.db.before-upgrade-v4')}`,
     ]);
 
     for (const [key, offsets] of Object.entries(manifest4.appended)) {
@@ -279,10 +280,11 @@ describe('upgrading a format-4 data folder (protocol §16.4)', () => {
     // been pruned: their retention is over).
     const db = new Database(join(data, 'rivulet.db'), { readonly: true });
     try {
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '9' });
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'format'`).get()).toEqual({ value: '10' });
       // Format 6: no index on the key; every key the old server stored was moved into event_keys.
       expect(db.prepare(`SELECT name FROM sqlite_master WHERE name = 'events_by_idem'`).get()).toBeUndefined();
-      const moved = db.prepare('SELECT sid, idem, ofs FROM event_keys').all();
+      // Format 10: in the legacy run of event_keys (engine/key-runs.ts).
+      const moved = db.prepare(`SELECT sid, idem, ofs FROM event_keys WHERE run = 15`).all();
       const keyed = (before as Array<{ sid: number; ofs: number; idem: string | null }>).filter((r) => r.idem !== null);
       expect(keyed.length).toBeGreaterThan(0);
       expect(moved).toEqual(expect.arrayContaining(keyed.map(({ sid, idem, ofs }) => ({ sid, idem, ofs }))));

@@ -11,6 +11,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { ClaimsBuilder, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EventRows, type EventRowInput } from './event-rows.js';
 import { openSchema } from './schema.js';
+import { BASE_RUN } from './key-runs.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -184,11 +185,12 @@ for (const adapter of testStorages(cleanups, 'rivulet-copy-claims-')) {
 
     it('keys of a run that format 6 left in event_keys are still met; the run goes on claimed as ranges', async () => {
       const { storage, rows } = await open();
-      // As format 6 wrote a copy: the key in the row's idem column and in event_keys.
+      // As format 6 wrote a copy: the key in the row's idem column and in event_keys (the upgrade
+      // to format 10 put it in the base run).
       storage.transaction(() => {
         const old = copy(1, 1);
         storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 1, 't', 0, ?, 0, ?)`, old.idempotencyKey!, old.json);
-        storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (1, ?, 1)`, old.idempotencyKey!);
+        storage.run(`INSERT INTO event_keys (sid, run, idem, ofs) VALUES (1, ${BASE_RUN}, ?, 1)`, old.idempotencyKey!);
       });
       const fresh = new EventRows(storage, undefined);
       expect(tried(storage, () => fresh.insertIfNewKeys(1, [copy(2, 1), copy(3, 2)]))).toBe(false);
@@ -208,17 +210,19 @@ for (const adapter of testStorages(cleanups, 'rivulet-copy-claims-')) {
       void rows;
     });
 
-    it('a key of a run that format 6 wrote after the last move (in its row only) is met by a batch that repeats it', async () => {
+    it('a key of a run that format 6 wrote after the last move (in its row, and in the base run) is met by a batch that repeats it, before and after a move', async () => {
       const { storage } = await open();
-      // As format 6 wrote a copy past the watermark: the key in the row's idem column only, not yet moved.
+      // As format 6 wrote a copy past the watermark: the key in the row's idem column, not yet
+      // moved; the upgrade to format 10 put it in the base run as well (migrations.test.ts).
       storage.transaction(() => {
         const old = copy(1, 1);
         storage.run(`INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (1, 1, 't', 0, ?, 0, ?)`, old.idempotencyKey!, old.json);
+        storage.run(`INSERT INTO event_keys (sid, run, idem, ofs) VALUES (1, ${BASE_RUN}, ?, 1)`, old.idempotencyKey!);
       });
       const fresh = new EventRows(storage, undefined);
       expect(tried(storage, () => fresh.insertIfNewKeys(1, [copy(2, 1), copy(3, 2)]))).toBe(false);
       expect(fresh.byKey(1, copyKey(1))).toEqual({ offset: 1, idempotencyKey: copyKey(1) });
-      // Once moved (into event_keys), the run is one with old keys, as in the test above.
+      // Once moved (into a run of event_keys), the copy run is still one with old keys, as in the test above.
       fresh.keys.move();
       expect(tried(storage, () => fresh.insertIfNewKeys(1, [copy(2, 1), copy(3, 2)]))).toBe(false);
       expect(fresh.insertIfNewKeys(1, copies(2, 1, 3, OTHER_RUN))).toBe(true);

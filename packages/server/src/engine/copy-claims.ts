@@ -16,6 +16,7 @@
  */
 import { INTERNAL_IDEMPOTENCY_PREFIX } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import { BASE_RUN } from './key-runs.js';
 
 export const COPY_CLAIMS_TABLE = `CREATE TABLE IF NOT EXISTS copy_claims (
      sid INTEGER NOT NULL,
@@ -82,8 +83,11 @@ const EXTEND = `UPDATE copy_claims SET count = count + ?
   WHERE sid = ? AND head = ? AND src_first = (SELECT max(src_first) FROM copy_claims WHERE sid = ? AND head = ? AND src_first < ?)
     AND src_first + count = ? AND ofs_first + count = ?`;
 
-/** Whether event_keys holds any key of a run (its head): copies written by format 6. */
-const LEGACY_KEYS = `SELECT 1 FROM event_keys WHERE sid = ? AND idem >= ? AND idem < ? LIMIT 1`;
+/**
+ * Whether event_keys holds any key of a run (its head): copies written by format 6, whose keys
+ * the upgrade to format 10 put in the base run (key-runs.ts).
+ */
+const LEGACY_KEYS = `SELECT 1 FROM event_keys WHERE sid = ? AND run = ${BASE_RUN} AND idem >= ? AND idem < ? LIMIT 1`;
 
 export class CopyClaims {
   constructor(private readonly storage: SqlStorage) {}

@@ -367,7 +367,7 @@ for (const adapter of adapters) {
 
     it('a move reads only the rows past the watermark (a range of rowids), not the whole table', async () => {
       const { storage } = await open();
-      const plan = storage.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${MOVE_KEYS}`, 0).map((r) => r.detail);
+      const plan = storage.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${MOVE_KEYS}`, 16, 0).map((r) => r.detail);
       expect(plan.join(' | ')).toMatch(/^SEARCH events USING INTEGER PRIMARY KEY \(rowid>\?\)/);
     });
 

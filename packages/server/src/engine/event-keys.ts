@@ -1,7 +1,8 @@
 /**
  * Idempotency keys of the event rows (storage format 6, docs/architecture.md "Storage"): no index
  * on the events table holds them. The keys written since the last move are in a map in memory;
- * older ones are in `event_keys`, which a move fills in sorted batches. An entry of either may be
+ * older ones are in `event_keys`, which a move fills in sorted runs, merged as they accumulate
+ * (key-runs.ts, storage format 10). An entry of either may be
  * stale (its row undone by a savepoint, pruned, or of a destroyed stream whose sid a later one got),
  * so every lookup checks the row it names. `EventRows` (event-rows.ts) writes the rows and tells
  * this class; the SQL of the keys is here.
@@ -10,14 +11,19 @@ import type { SqlStorage } from '../ports/storage.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
 import { EVENTS_BY_OFFSET, type MovedOffsets } from './event-index.js';
+import { KeyRuns } from './key-runs.js';
 import { MovedKeyFilters } from './moved-key-filter.js';
 
-/** `(sid, idem) → ofs` for the keyed rows at or below the watermark; filled only by moves. */
+/**
+ * `(sid, run, idem) → ofs` for the keyed rows at or below the watermark and the keys batches
+ * claimed: each run sorted by key, the runs of a stream after one another (key-runs.ts).
+ */
 export const EVENT_KEYS_TABLE = `CREATE TABLE IF NOT EXISTS event_keys (
      sid INTEGER NOT NULL,
+     run INTEGER NOT NULL,
      idem TEXT NOT NULL,
      ofs INTEGER NOT NULL,
-     PRIMARY KEY (sid, idem)
+     PRIMARY KEY (sid, run, idem)
    ) WITHOUT ROWID`;
 
 /** The meta row holding the watermark: every keyed event row with a rowid at or below it is in event_keys. */
@@ -51,22 +57,26 @@ export const LOWER_WATERMARK = `UPDATE meta SET value = CAST((SELECT coalesce(ma
   WHERE key = '${KEYS_MOVED}' AND CAST(value AS INTEGER) > (SELECT coalesce(max(rowid), 0) FROM events)`;
 
 /**
- * A move's copy of the keys past the watermark, sorted. Keys claimed by rows of a batch are
+ * A move's copy of the keys past the watermark into the open run, sorted. Keys claimed there by rows of a batch are
  * there already and are left as they are; a stale entry takes the new offset. NOT INDEXED: SQLite would otherwise walk
  * the whole (sid, ofs) index for its order and test every row's rowid (a full scan per move, which
  * made moves cost about 10 ms each on a 400,000-row table); the rows past the watermark are a
  * range of rowids, read directly and sorted.
  */
-export const MOVE_KEYS = `INSERT INTO event_keys (sid, idem, ofs)
-  SELECT sid, idem, ofs FROM events NOT INDEXED WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem
-  ON CONFLICT (sid, idem) DO UPDATE SET ofs = excluded.ofs WHERE ofs <> excluded.ofs`;
+export const MOVE_KEYS = `INSERT INTO event_keys (sid, run, idem, ofs)
+  SELECT sid, ?, idem, ofs FROM events NOT INDEXED WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem
+  ON CONFLICT (sid, run, idem) DO UPDATE SET ofs = excluded.ofs WHERE ofs <> excluded.ofs`;
 
-const CLAIM_WRITTEN = `INSERT INTO event_keys (sid, idem, ofs)
-  SELECT x.sid, e.idem, x.ofs FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs BETWEEN ? AND ? AND e.idem IS NOT NULL ORDER BY e.idem
-  ON CONFLICT (sid, idem) DO NOTHING`;
+/** A batch's claim of its keys in the open run; an entry there already (stale: checked before) makes the count short. */
+const CLAIM_WRITTEN = `INSERT INTO event_keys (sid, run, idem, ofs)
+  SELECT x.sid, ?, e.idem, x.ofs FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs BETWEEN ? AND ? AND e.idem IS NOT NULL ORDER BY e.idem
+  ON CONFLICT (sid, run, idem) DO NOTHING`;
+/** One key's claim in the open run, taking over a stale entry there. */
+const CLAIM_ONE = `INSERT INTO event_keys (sid, run, idem, ofs) VALUES (?, ?, ?, ?) ON CONFLICT (sid, run, idem) DO UPDATE SET ofs = excluded.ofs`;
 
-/** The offset of a moved key whose row still carries it. */
-const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN event_index x ON x.sid = k.sid AND x.ofs = k.ofs JOIN events e ON e.rowid = x.rid AND e.idem = k.idem WHERE k.sid = ? AND k.idem = ?`;
+/** The offset of a moved key whose row still carries it, in any of the stream's runs (a JSON list). */
+const MOVED_KEY = `SELECT k.ofs FROM event_keys k JOIN event_index x ON x.sid = k.sid AND x.ofs = k.ofs JOIN events e ON e.rowid = x.rid AND e.idem = k.idem
+  WHERE k.sid = ? AND k.run IN (SELECT value FROM json_each(?)) AND k.idem = ?`;
 /** Whether the row at (sid, ofs) carries the key: the check of an entry of the map. */
 const KEY_AT = `SELECT 1 FROM ${EVENTS_BY_OFFSET} WHERE x.sid = ? AND x.ofs = ? AND e.idem = ?`;
 const TOP_ROWID = `SELECT coalesce(max(rowid), 0) FROM events`;
@@ -95,6 +105,8 @@ export class EventKeys {
    * so a lookup probes event_keys only for a key it may hold.
    */
   private readonly moved: MovedKeyFilters;
+  /** The runs of event_keys (key-runs.ts). */
+  private readonly runs: KeyRuns;
 
   constructor(
     private readonly storage: SqlStorage,
@@ -103,6 +115,11 @@ export class EventKeys {
   ) {
     this.copies = new CopyClaims(storage);
     this.moved = new MovedKeyFilters(storage);
+    this.runs = new KeyRuns(
+      storage,
+      (sid) => this.moved.unfiltered(sid),
+      (sid) => this.moved.drop(sid),
+    );
     this.moveAfterRows = moveAfterRows(storage);
   }
 
@@ -110,9 +127,15 @@ export class EventKeys {
   offsetOf(sid: number, key: string, copy: CopyKey | undefined = splitCopyKey(key)): number | undefined {
     const recent = this.recentOffset(sid, key);
     if (recent !== undefined) return recent;
-    const moved = this.moved.mayHold(sid, key) ? this.storage.execRows(MOVED_KEY, sid, key)[0] : undefined;
-    if (moved !== undefined) return moved[0] as number;
+    const moved = this.movedOffset(sid, key);
+    if (moved !== undefined) return moved;
     return copy === undefined ? undefined : this.copies.offsetOf(sid, copy);
+  }
+
+  /** The offset of the event stored with `key` in stream `sid` among the moved and claimed keys (event_keys), if there is one. */
+  private movedOffset(sid: number, key: string): number | undefined {
+    if (!this.moved.mayHold(sid, key)) return undefined;
+    return this.storage.execRows(MOVED_KEY, sid, this.runs.json(sid), key)[0]?.[0] as number | undefined;
   }
 
   /** The offset of the event stored with `key` in stream `sid` among the keys since the last move (the map), if there is one. */
@@ -125,26 +148,30 @@ export class EventKeys {
   /**
    * Claims the keys of the rows just written at offsets `first` to `last` of stream `sid`, `keys`
    * (every key among those rows), in one statement (sorted, so they share pages): answers whether
-   * every one was claimed. When not (a key stored, given twice, or met by a stale entry), some may
-   * be, and the caller must undo its transaction (a savepoint).
+   * every one was claimed. When not (a key stored, given twice, or met by a stale entry in the open
+   * run), some may be, and the caller must undo its transaction (a savepoint). The keys since the
+   * last move are the caller's to check (recentOffset); those moved are checked here first.
    */
   claimWritten(sid: number, first: number, last: number, keys: readonly string[]): boolean {
+    for (const key of keys) if (this.movedOffset(sid, key) !== undefined) return false;
     for (const key of keys) this.moved.added(sid, key);
-    return this.storage.run(CLAIM_WRITTEN, sid, first, last) === keys.length;
+    const claimed = this.storage.run(CLAIM_WRITTEN, this.runs.openRun(), sid, first, last);
+    this.runs.claimedIn(sid, claimed);
+    return claimed === keys.length;
   }
 
   /**
-   * Claims `key` for a row of a batch about to be written at `offset`: straight into event_keys
-   * (the keys of one batch share its pages; a move would read them back), not into the map.
-   * Answers false, having written nothing, when the key is stored. A stale entry of event_keys is
-   * taken over. For a batch's checked writes (insertAll); unchecked ones use claimWritten.
+   * Claims `key` for a row of a batch about to be written at `offset`: straight into the open run
+   * of event_keys (the keys of one batch share its pages; a move would read them back), not into
+   * the map. Answers false, having written nothing, when the key is stored. A stale entry is
+   * taken over (in the open run) or outdone (in an older one). For a batch's checked writes
+   * (insertAll); unchecked ones use claimWritten.
    */
   claim(sid: number, key: string, offset: number): boolean {
-    if (this.recentOffset(sid, key) !== undefined) return false;
+    if (this.recentOffset(sid, key) !== undefined || this.movedOffset(sid, key) !== undefined) return false;
     this.moved.added(sid, key);
-    if (this.storage.run(`INSERT INTO event_keys (sid, idem, ofs) VALUES (?, ?, ?) ON CONFLICT (sid, idem) DO NOTHING`, sid, key, offset) === 1) return true;
-    if (this.storage.execRows(MOVED_KEY, sid, key).length > 0) return false;
-    this.storage.run(`UPDATE event_keys SET ofs = ? WHERE sid = ? AND idem = ?`, offset, sid, key);
+    this.storage.run(CLAIM_ONE, sid, this.runs.openRun(), key, offset);
+    this.runs.claimedIn(sid, 1);
     return true;
   }
 
@@ -188,8 +215,9 @@ export class EventKeys {
     if (rest.length > 0) {
       const rows = this.storage.execRows(
         `SELECT k.idem, ${EVENT_BODY} FROM event_keys k JOIN event_index x ON x.sid = k.sid AND x.ofs = k.ofs JOIN events e ON e.rowid = x.rid AND e.idem = k.idem
-         ${RUNS_JOIN} WHERE k.sid = ? AND k.idem IN (SELECT value FROM json_each(?))`,
+         ${RUNS_JOIN} WHERE k.sid = ? AND k.run IN (SELECT value FROM json_each(?)) AND k.idem IN (SELECT value FROM json_each(?))`,
         sid,
+        this.runs.json(sid),
         JSON.stringify(rest),
       );
       for (const [key, body] of rows) found.set(key as string, body as string);
@@ -231,9 +259,10 @@ export class EventKeys {
   }
 
   /**
-   * Moves the keys of the rows past the watermark into event_keys, sorted (a batch of keys
-   * written close in time shares pages), and raises the watermark to the highest rowid: one
-   * transaction, so a crash leaves both as they were or both done.
+   * Moves the keys of the rows past the watermark into event_keys, a sorted run per stream (a
+   * batch of keys written close in time shares pages; the run stays open across moves until a
+   * stream has OPEN_RUN_KEYS keys in it), does some merge work (key-runs.ts), and raises the
+   * watermark to the highest rowid: one transaction, so a crash leaves all as it was or all done.
    */
   move(): void {
     let top = 0;
@@ -244,9 +273,10 @@ export class EventKeys {
       // kept by written) or claimed in event_keys, so with none in the map there is nothing to
       // read: only the watermark moves.
       if (this.recentCount > 0) {
-        this.storage.run(MOVE_KEYS, this.watermark);
+        this.storage.run(MOVE_KEYS, this.runs.openRun(), this.watermark);
         for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
       }
+      this.runs.moved([...this.recent].map(([sid, keys]): [number, number] => [sid, keys.size]));
       // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
       this.offsets.move();
       this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
@@ -262,8 +292,14 @@ export class EventKeys {
   /** Deletes the moved keys and the copy claims of stream `sid`, at most `maxRows` of them when given; answers how many. */
   deleteStream(sid: number, maxRows?: number): number {
     this.moved.forget(sid);
+    this.runs.forget(sid);
     if (maxRows === undefined) return this.storage.run(`DELETE FROM event_keys WHERE sid = ?`, sid) + this.copies.deleteStream(sid);
-    const removed = this.storage.run(`DELETE FROM event_keys WHERE sid = ? AND idem IN (SELECT idem FROM event_keys WHERE sid = ? LIMIT ?)`, sid, sid, maxRows);
+    const removed = this.storage.run(
+      `DELETE FROM event_keys WHERE sid = ? AND (run, idem) IN (SELECT run, idem FROM event_keys WHERE sid = ? LIMIT ?)`,
+      sid,
+      sid,
+      maxRows,
+    );
     return removed < maxRows ? removed + this.copies.deleteStream(sid, maxRows - removed) : removed;
   }
 

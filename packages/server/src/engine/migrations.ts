@@ -11,6 +11,7 @@ import type { SqlStorage } from '../ports/storage.js';
 import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_TABLE, backfillSubscriptionIndex } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED } from './event-keys.js';
+import { KEY_MERGES_TABLE, BASE_RUN } from './key-runs.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
 import { COPY_RUNS_TABLE } from './copy-rows.js';
 import { EVENT_OFFSETS_TABLE } from './event-index.js';
@@ -29,6 +30,17 @@ export interface Migration {
  * development before any release, so no step reads it.
  */
 export const OLDEST_UPGRADABLE_FORMAT = 2;
+
+/** event_keys as formats 6 to 9 had it (format 10 adds the run to its key: EVENT_KEYS_TABLE). */
+const EVENT_KEYS_TABLE_FORMAT_6 = `CREATE TABLE IF NOT EXISTS event_keys (
+     sid INTEGER NOT NULL,
+     idem TEXT NOT NULL,
+     ofs INTEGER NOT NULL,
+     PRIMARY KEY (sid, idem)
+   ) WITHOUT ROWID`;
+
+const hasTable = (storage: SqlStorage, name: string): boolean =>
+  storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?`, name)[0]!.n > 0;
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -79,7 +91,7 @@ export const MIGRATIONS: readonly Migration[] = [
     apply(storage) {
       const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
       if (hasEvents) {
-        storage.run(EVENT_KEYS_TABLE);
+        storage.run(EVENT_KEYS_TABLE_FORMAT_6);
         storage.run(`INSERT INTO event_keys (sid, idem, ofs) SELECT sid, idem, ofs FROM events WHERE idem IS NOT NULL ORDER BY sid, idem`);
         storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, CAST((SELECT coalesce(max(rowid), 0) FROM events) AS TEXT))`, KEYS_MOVED);
         storage.run(`DROP INDEX IF EXISTS events_by_idem`);
@@ -138,6 +150,32 @@ export const MIGRATIONS: readonly Migration[] = [
         watermark === undefined ? 0 : Number(watermark[0]),
       );
       storage.run(`DROP INDEX IF EXISTS events_by_offset`);
+    },
+  },
+  {
+    from: 9,
+    // event_keys is made again with the run in its key (key-runs.ts): every entry goes into the
+    // base run, read in the old key's order, which is the new one's within that run; so do the
+    // keys of the rows past the watermark (they stay in those rows too, for the next move), so
+    // that every key of a copy written by format 6 is in the base run, where copy-claims.ts
+    // looks for such keys. It reads every entry and keyed row past the watermark once and
+    // rewrites no event. A database without event_keys gets the table from the schema.
+    summary: 'idempotency keys indexed in sorted runs, merged as they accumulate (no event is rewritten)',
+    apply(storage) {
+      storage.run(`UPDATE streams SET format = 10 WHERE format = 9`);
+      storage.run(KEY_MERGES_TABLE);
+      if (!hasTable(storage, 'event_keys')) return;
+      storage.run(`ALTER TABLE event_keys RENAME TO event_keys_format_9`);
+      storage.run(EVENT_KEYS_TABLE);
+      storage.run(`INSERT INTO event_keys (sid, run, idem, ofs) SELECT sid, ${BASE_RUN}, idem, ofs FROM event_keys_format_9 ORDER BY sid, idem`);
+      storage.run(`DROP TABLE event_keys_format_9`);
+      if (!hasTable(storage, 'events')) return;
+      const watermark = storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
+      storage.run(
+        `INSERT INTO event_keys (sid, run, idem, ofs) SELECT sid, ${BASE_RUN}, idem, ofs FROM events WHERE rowid > ? AND idem IS NOT NULL ORDER BY sid, idem
+         ON CONFLICT (sid, run, idem) DO UPDATE SET ofs = excluded.ofs`,
+        watermark === undefined ? 0 : Number(watermark[0]),
+      );
     },
   },
 ];

@@ -75,15 +75,23 @@ describe('filters of moved idempotency keys', () => {
     expect(filters.mayHold(1, 'absent')).toBe(false);
     expect(filters.mayHold(2, 'absent')).toBe(true);
     expect(filters.mayHold(2, 'absent-too')).toBe(true);
+    expect([filters.unfiltered(1), filters.unfiltered(2)]).toEqual([false, true]);
   });
 
-  it(`a filter holds ${MAX_FILTERED_KEYS} keys; at the next one it is given up and the stream always probes`, () => {
+  it(`a filter holds ${MAX_FILTERED_KEYS} keys; at the next one it is over, still answering, until dropped; then the stream always probes`, () => {
     const { storage, filters } = stand(new Map());
     expect(filters.mayHold(1, 'absent')).toBe(false);
     for (let i = 0; i < MAX_FILTERED_KEYS; i++) filters.added(1, `k${i}`);
     expect(filters.mayHold(1, 'absent')).toBe(false);
     expect(filters.mayHold(1, `k${MAX_FILTERED_KEYS - 1}`)).toBe(true);
+    expect(filters.unfiltered(1)).toBe(false);
+    filters.drop(1); // not over: nothing to drop
+    expect(filters.mayHold(1, 'absent')).toBe(false);
     filters.added(1, 'one-more');
+    expect(filters.unfiltered(1)).toBe(true);
+    expect([filters.mayHold(1, 'absent'), filters.mayHold(1, 'one-more')]).toEqual([false, true]);
+    filters.drop(1);
+    expect(filters.unfiltered(1)).toBe(true);
     expect(filters.mayHold(1, 'absent')).toBe(true);
     expect(storage.scans).toBe(1); // given up, not built again
   });

@@ -13,15 +13,17 @@
  * group commit undid writes they may have seen).
  *
  * Bounds: a stream with more than MAX_SCANNED_KEYS moved keys at its first lookup gets no filter,
- * and one that grows past MAX_FILTERED_KEYS loses it; such a stream probes event_keys for every key,
- * as without filters. A filter starts sized for FIRST_CAPACITY keys (512 bytes) and adds a part
+ * and one that grows past MAX_FILTERED_KEYS is *over*: event-keys.ts then folds its runs of
+ * event_keys into one (key-runs.ts) and drops its filter when that is done; till then the filter
+ * answers and takes keys as before. A stream without a filter probes event_keys for every key, as
+ * without filters. A filter starts sized for FIRST_CAPACITY keys (512 bytes) and adds a part
  * twice the size of the last whenever that one is full, each part at a lower false-positive rate,
  * so that their sum stays under about 1.6 %.
  */
 import type { SqlStorage } from '../ports/storage.js';
 
 export const FIRST_CAPACITY = 256;
-export const MAX_SCANNED_KEYS = 65_536;
+export const MAX_SCANNED_KEYS = 262_144;
 export const MAX_FILTERED_KEYS = 262_144;
 /** The first part's false-positive rate; each further part's is this much of the one before. */
 const FIRST_ERROR = 0.004;
@@ -113,9 +115,9 @@ class KeyFilter {
 
   constructor(private readonly firstCapacity: number) {}
 
-  /** Adds `key`; answers false (the filter is then useless) once it holds MAX_FILTERED_KEYS (a key added twice counts twice). */
+  /** Adds `key`; answers false once it held MAX_FILTERED_KEYS before (a key added twice counts twice). */
   add(key: string): boolean {
-    if (this.size >= MAX_FILTERED_KEYS) return false;
+    const over = this.size >= MAX_FILTERED_KEYS;
     if (this.inLast >= this.capacity) {
       this.capacity = this.parts.length === 0 ? this.firstCapacity : this.capacity * 2;
       this.parts.push(new Part(this.capacity, FIRST_ERROR * TIGHTENING ** this.parts.length));
@@ -125,7 +127,7 @@ class KeyFilter {
     this.parts[this.parts.length - 1]!.add(hash);
     this.inLast++;
     this.size++;
-    return true;
+    return !over;
   }
 
   mayHold(key: string): boolean {
@@ -140,6 +142,8 @@ const SCAN = `SELECT idem FROM event_keys WHERE sid = ? LIMIT ?`;
 export class MovedKeyFilters {
   /** Per stream: its filter, or null when it has none (too many keys). Absent: not built yet. */
   private readonly streams = new Map<number, KeyFilter | null>();
+  /** Streams whose filter holds more than MAX_FILTERED_KEYS: to be dropped once their runs are folded. */
+  private readonly over = new Set<number>();
   private epoch: number;
 
   constructor(private readonly storage: SqlStorage) {
@@ -150,6 +154,7 @@ export class MovedKeyFilters {
   mayHold(sid: number, key: string): boolean {
     if (this.storage.epoch !== this.epoch) {
       this.streams.clear();
+      this.over.clear();
       this.epoch = this.storage.epoch;
     }
     let filter = this.streams.get(sid);
@@ -157,15 +162,27 @@ export class MovedKeyFilters {
     return filter === null || filter.mayHold(key);
   }
 
+  /** Whether stream `sid` is known to have too many keys for a filter: none, or one over MAX_FILTERED_KEYS. */
+  unfiltered(sid: number): boolean {
+    return this.epoch === this.storage.epoch && (this.streams.get(sid) === null || this.over.has(sid));
+  }
+
+  /** Drops the filter of a stream that is over MAX_FILTERED_KEYS (its runs were folded into one): it probes every key from now on. */
+  drop(sid: number): void {
+    if (this.epoch !== this.storage.epoch || !this.over.delete(sid)) return;
+    this.streams.set(sid, null);
+  }
+
   /** `key` was just written into event_keys for stream `sid` (or is about to be, in this synchronous step). */
   added(sid: number, key: string): void {
     const filter = this.streams.get(sid);
-    if (filter && !filter.add(key)) this.streams.set(sid, null);
+    if (filter && !filter.add(key)) this.over.add(sid);
   }
 
   /** The moved keys of stream `sid` were deleted (some or all): its filter is built again when next needed. */
   forget(sid: number): void {
     this.streams.delete(sid);
+    this.over.delete(sid);
   }
 
   private build(sid: number): KeyFilter | null {

@@ -11,6 +11,7 @@ import { DELIVERY_ATTEMPTS_DDL } from './delivery-attempts.js';
 import { SUBSCRIPTION_INDEX_DDL } from './subscription-index.js';
 import { EVENT_KEYS_TABLE, KEYS_MOVED, LOWER_WATERMARK } from './event-keys.js';
 import { COPY_CLAIMS_TABLE } from './copy-claims.js';
+import { KEY_GEN, KEY_MERGES_TABLE } from './key-runs.js';
 import { COPY_RUNS_TABLE } from './copy-rows.js';
 import { EVENT_OFFSETS_TABLE, openEventIndex } from './event-index.js';
 
@@ -28,8 +29,10 @@ import { EVENT_OFFSETS_TABLE, openEventIndex } from './event-index.js';
  * copy_runs table. A server of format 7 would read such a row's parts as its text.
  * 9: no (sid, ofs) index on the events table; offsets are indexed in batches in event_offsets
  * (event-index.ts). A server of format 8 would not find the rows written since.
+ * 10: event_keys keyed by (sid, run, idem): a move writes each stream's keys as a run, runs are
+ * merged as they accumulate (key-runs.ts). A server of format 9 would not read that table.
  */
-export const FORMAT_VERSION = 9;
+export const FORMAT_VERSION = 10;
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -78,8 +81,9 @@ const DDL = [
   // No index on the idempotency key (format 6; formats 4 and 5 had a unique one): it cost an append
   // about one WAL frame, the leaf its caller's keys lie on, since no two appends in flight share
   // one. Keys since the last move are found in memory, older ones in event_keys, which a move fills
-  // in sorted batches (event-keys.ts; docs/architecture.md "Idempotency keys are indexed in batches").
+  // in sorted runs (event-keys.ts, key-runs.ts; docs/architecture.md "Idempotency keys are indexed in batches").
   EVENT_KEYS_TABLE,
+  KEY_MERGES_TABLE,
   COPY_CLAIMS_TABLE,
   COPY_RUNS_TABLE,
   `CREATE INDEX IF NOT EXISTS events_ephemeral ON events (sid, created_ms) WHERE ephemeral = 1`,
@@ -155,6 +159,7 @@ export function openSchema(storage: SqlStorage, options: OpenSchemaOptions = {})
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)`, String(FORMAT_VERSION));
     // An empty database has moved nothing; the watermark never stands above the highest rowid.
     storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')`, KEYS_MOVED);
+    storage.run(`INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')`, KEY_GEN);
     storage.run(LOWER_WATERMARK);
     openEventIndex(storage, Number(storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0]![0]));
   });

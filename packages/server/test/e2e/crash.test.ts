@@ -312,4 +312,70 @@ describe('storage format 6: idempotency keys are moved in batches; kill -9 keeps
     expect(next!.offset).toBe(heads.get(paths[0]!)! + 1);
     await second.kill('SIGTERM');
   }, 90_000);
+  it('storage format 10: with a merge of key runs under way (eight moves of one stream), kill -9 loses no key, and the restart resumes the merge', async () => {
+    const { dir, remove } = await tempDir('rivulet-s11-runs-');
+    cleanups.push(remove);
+    const path = '/runs/a';
+    const first = await start(dir, 'full');
+    const api = new Api(first.url);
+    // Lone keyed appends go to the map of recent keys; a move every 2,048 writes a run; the eighth
+    // run begins a merge of 16,384 entries, more than one move's 8,192 (engine/key-runs.ts).
+    const target = 8 * 2048 + 1000;
+    const acked: Array<{ input: EventInput; event: CommittedEvent }> = [];
+    let killed = false;
+    const writer = async (w: number) => {
+      for (let n = 0; !killed; n++) {
+        const input: EventInput = { type: 'keys', payload: { w, n }, idempotencyKey: `w${w}-n${n}` };
+        let res;
+        try {
+          res = await api.post(path, [input]);
+        } catch {
+          return; // the server is gone
+        }
+        expect(res.status, res.text).toBe(200);
+        acked.push({ input, event: (res.body as { events: CommittedEvent[] }).events[0]! });
+        if (!killed && acked.length >= target) {
+          killed = true;
+          first.child.kill('SIGKILL');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, w) => writer(w)));
+    expect((await first.exited).signal).toBe('SIGKILL');
+
+    // The merge is under way: recorded, its output (a run of level 1, run % 16) holding entries,
+    // its inputs the rest; every key moved is in one of them, once.
+    const db = new Database(join(dir, 'rivulet.db'), { readonly: true });
+    expect(db.prepare(`SELECT count(*) AS n FROM key_merges`).get()).toEqual({ n: 1 });
+    const levels = db.prepare(`SELECT run % 16 AS level, count(*) AS n FROM event_keys GROUP BY level ORDER BY level`).all() as Array<{ level: number; n: number }>;
+    expect(levels.map((l) => l.level)).toEqual([0, 1]);
+    const watermark = Number((db.prepare(`SELECT value FROM meta WHERE key = 'keys_moved'`).get() as { value: string }).value);
+    const moved = (db.prepare(`SELECT count(*) AS n FROM events WHERE rowid <= ? AND idem IS NOT NULL`).get(watermark) as { n: number }).n;
+    expect(moved).toBeGreaterThanOrEqual(8 * 2048);
+    expect(levels[0]!.n + levels[1]!.n).toBe(moved);
+    db.close();
+
+    const second = await start(dir, 'full');
+    const again = new Api(second.url);
+    const head = (await again.read(path)).streamMaxOffset;
+    // Every acknowledged event, sent again (a hundred to a request), answers the stored event and writes nothing.
+    for (let i = 0; i < acked.length; i += 100) {
+      const slice = acked.slice(i, i + 100);
+      expect(await again.append(path, slice.map((a) => a.input))).toEqual(slice.map((a) => a.event));
+    }
+    expect((await again.read(path)).streamMaxOffset).toBe(head);
+    // More lone appends, two moves' worth: the next moves resume the merge and finish it; old keys
+    // still refuse a repeat.
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let n = 0; n < 540; n++) await again.append(path, { type: 'after', idempotencyKey: `after-${w}-${n}` });
+      }),
+    );
+    const [repeat] = await again.append(path, acked[0]!.input);
+    expect(repeat).toEqual(acked[0]!.event);
+    await second.kill('SIGTERM');
+    const after = new Database(join(dir, 'rivulet.db'), { readonly: true });
+    expect(after.prepare(`SELECT count(*) AS n FROM key_merges`).get()).toEqual({ n: 0 });
+    after.close();
+  }, 120_000);
 });
