@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 export const EVENT_TEXT = JSON.stringify({ type: 'bench/e', payload: { customer: 'c-000123', amount: 4200, currency: 'EUR', note: 'x'.repeat(40) } });
 
 /** EVENT_TEXT with the `n`th unique idempotency key, made as bench/peers/load.mjs makes them (50 callers each counting, "c<caller>-<n>"). */
-export const keyedEventText = (n) => `${EVENT_TEXT.slice(0, -1)},"idempotencyKey":"c${n % 50}-${Math.floor(n / 50)}"}`;
+export const keyedEventText = (n, key = `c${n % 50}-${Math.floor(n / 50)}`) => `${EVENT_TEXT.slice(0, -1)},"idempotencyKey":"${key}"}`;
 
 /** The modules of the build whose dist folder is `dir`. */
 export async function loadEngineBuild(dir) {

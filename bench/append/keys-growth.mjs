@@ -10,12 +10,14 @@
  * counts) and the write system calls per append (/proc/self/io: WAL frames and the checkpoints'
  * copies of them). Each build and round runs on a fresh database; rounds alternate the order.
  *
- *   node bench/append/keys-growth.mjs NAME=DIST[,nokeys] [NAME=DIST[,nokeys] …] [--appends 150000] [--slices 5] [--rounds 2] [--streams 100]
+ *   node bench/append/keys-growth.mjs NAME=DIST[,nokeys] [NAME=DIST[,nokeys] …] [--appends 150000] [--slices 5] [--rounds 2] [--streams 100] [--random-keys]
  *
  * A build named twice, once with `,nokeys`, shows the keys' cost as the tables grow (bench/README
- * "A key's cost grows with the keys stored").
+ * "A key's cost grows with the keys stored"). `--random-keys` takes a random UUID per append
+ * instead (no two keys of a caller close in order).
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { median } from '../lib/report.mjs';
@@ -28,12 +30,13 @@ const { values, positionals } = parseArgs({
     slices: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '2' },
     streams: { type: 'string', default: '100' },
+    'random-keys': { type: 'boolean', default: false },
     child: { type: 'boolean', default: false },
   },
 });
 const [N, SLICES, ROUNDS, STREAMS, GROUP] = [Number(values.appends), Number(values.slices), Number(values.rounds), Number(values.streams), 25];
 if (positionals.length === 0 || N % (SLICES * GROUP) !== 0) {
-  console.error('usage: keys-growth.mjs NAME=DIST[,nokeys] … [--appends N (a multiple of 25 × slices)] [--slices 5] [--rounds 2] [--streams 100]');
+  console.error('usage: keys-growth.mjs NAME=DIST[,nokeys] … [--appends N (a multiple of 25 × slices)] [--slices 5] [--rounds 2] [--streams 100] [--random-keys]');
   process.exit(2);
 }
 
@@ -58,7 +61,7 @@ async function measure(b) {
     const one = () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       const k = n++;
-      const body = b.keys ? keyedEventText(k) : EVENT_TEXT;
+      const body = b.keys ? keyedEventText(k, values['random-keys'] ? randomUUID() : undefined) : EVENT_TEXT;
       return actors[seed % STREAMS].append([b.checkInput(JSON.parse(body), 'public', 0)], 'public');
     };
     const perSlice = N / SLICES / GROUP;
@@ -78,7 +81,7 @@ if (values.child) {
   console.log(JSON.stringify(await measure({ ...specs[0], ...(await loadEngineBuild(specs[0].dir)) })));
   process.exit(0);
 }
-const args = ['--appends', String(N), '--slices', String(SLICES), '--streams', String(STREAMS)];
+const args = ['--appends', String(N), '--slices', String(SLICES), '--streams', String(STREAMS), ...(values['random-keys'] ? ['--random-keys'] : [])];
 
 for (let round = 0; round < ROUNDS; round++) {
   for (const b of round % 2 ? [...specs].reverse() : specs) {
