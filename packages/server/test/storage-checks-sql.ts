@@ -8,6 +8,7 @@
 import type { ExpectStatic } from 'vitest';
 import type { SqlRow, SqlStorage, SqlValue } from '../src/ports/storage.js';
 import type { ConformanceApi } from './storage-checks.js';
+import { RUNS_OF } from '../src/engine/key-runs.js';
 
 export class Boom extends Error {
   override readonly name = 'Boom';
@@ -112,6 +113,28 @@ export function defineSqlChecks(t: ConformanceApi, current: () => SqlStorage): v
         expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
         expect(joined).toEqual([rows.length, offsets[0] ?? null, offsets.at(-1) ?? null, rows.length === 0 ? null : rows.map((r) => r[1]).join(',')]);
       }
+    });
+
+    it('what the runs of idempotency keys use (storage format 10): a recursive CTE seeking run after run, row values in IN, ALTER TABLE … RENAME TO', () => {
+      s.run(`CREATE TABLE event_keys (sid INTEGER NOT NULL, run INTEGER NOT NULL, idem TEXT NOT NULL, ofs INTEGER NOT NULL, PRIMARY KEY (sid, run, idem)) WITHOUT ROWID`);
+      for (const [sid, run, n] of [
+        [1, 15, 3],
+        [1, 16, 2],
+        [1, 33, 1],
+        [2, 16, 4],
+      ] as const) {
+        for (let i = 0; i < n; i++) s.run(`INSERT INTO event_keys (sid, run, idem, ofs) VALUES (?, ?, ?, ?)`, sid, run, `k${i}`, i);
+      }
+      expect(s.execRows(RUNS_OF, 1, 1)).toEqual([[33], [16], [15]]);
+      expect(s.execRows(RUNS_OF, 3, 3)).toEqual([]);
+      expect(s.run(`DELETE FROM event_keys WHERE sid = ? AND (run, idem) IN (SELECT run, idem FROM event_keys WHERE sid = ? LIMIT ?)`, 1, 1, 4)).toBe(4);
+      expect(s.execRows(`SELECT sid, count(*) FROM event_keys GROUP BY sid ORDER BY sid`)).toEqual([
+        [1, 2],
+        [2, 4],
+      ]);
+      s.run(`ALTER TABLE event_keys RENAME TO event_keys_before`);
+      expect(count(s, 'event_keys_before')).toBe(6);
+      expect(() => s.exec(`SELECT 1 FROM event_keys`)).toThrow();
     });
 
     it('execRows round-trips every value type: integers, floats, text, blobs as Uint8Array, null', () => {

@@ -59,8 +59,8 @@ const TOP_LEVEL = 14;
 export const levelOf = (run: number): number => run % LEVELS;
 const genOf = (run: number): number => Math.floor(run / LEVELS);
 
-/** The runs a stream has, newest first: one seek per run. */
-const RUNS_OF = `WITH RECURSIVE r(run) AS (
+/** The runs a stream has, newest first: one seek per run (its SQL checked on every adapter: test/storage-checks-sql.ts). */
+export const RUNS_OF = `WITH RECURSIVE r(run) AS (
     SELECT (SELECT max(run) FROM event_keys WHERE sid = ?)
     UNION ALL SELECT (SELECT max(run) FROM event_keys WHERE sid = ? AND run < r.run) FROM r WHERE r.run IS NOT NULL
   ) SELECT run FROM r WHERE run IS NOT NULL`;
