@@ -266,21 +266,27 @@ export class EventKeys {
    */
   move(): void {
     let top = 0;
-    this.storage.transaction(() => {
-      this.load();
-      top = this.storage.execRows(TOP_ROWID)[0]![0] as number;
-      // Every keyed row past the watermark has its key in the map (loaded at this epoch, then
-      // kept by written) or claimed in event_keys, so with none in the map there is nothing to
-      // read: only the watermark moves.
-      if (this.recentCount > 0) {
-        this.storage.run(MOVE_KEYS, this.runs.openRun(), this.watermark);
-        for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
-      }
-      this.runs.moved([...this.recent].map(([sid, keys]): [number, number] => [sid, keys.size]));
-      // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
-      this.offsets.move();
-      this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
-    });
+    try {
+      this.storage.transaction(() => {
+        this.load();
+        top = this.storage.execRows(TOP_ROWID)[0]![0] as number;
+        // Every keyed row past the watermark has its key in the map (loaded at this epoch, then
+        // kept by written) or claimed in event_keys, so with none in the map there is nothing to
+        // read: only the watermark moves.
+        if (this.recentCount > 0) {
+          this.storage.run(MOVE_KEYS, this.runs.openRun(), this.watermark);
+          for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
+        }
+        this.runs.moved([...this.recent].map(([sid, keys]): [number, number] => [sid, keys.size]));
+        // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
+        this.offsets.move();
+        this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
+      });
+    } catch (error) {
+      // Undone: the runs' state in memory (a generation opened, a merge advanced) is read again.
+      this.runs.undone();
+      throw error;
+    }
     // Should the group commit fail after all, the epoch changes and load starts over from what is stored.
     this.watermark = top;
     this.recent.clear();

@@ -133,6 +133,34 @@ for (const adapter of testStorages(cleanups, 'rivulet-key-runs-')) {
       expect(again.insertIfNewKeys(1, [keyed(1e6, `m5-${per - 2}`)])).toBe(false);
     });
 
+    it('a move undone after it closed the run and merged leaves nothing of that in memory: the next move closes and merges from what is stored', async () => {
+      const storage = await adapter.open();
+      openSchema(storage);
+      let failing = false;
+      const view = new Proxy(storage, {
+        get: (target, name) =>
+          name === 'run'
+            ? (sql: string, ...params: unknown[]) => {
+                if (failing && sql.startsWith('INSERT OR REPLACE INTO meta') && params[0] === 'keys_moved') throw new Error('disk full');
+                return target.run(sql, ...(params as never[]));
+              }
+            : Reflect.get(target, name, target),
+      });
+      const rows = new EventRows(view, undefined);
+      const next = new Map<number, number>();
+      for (let move = 0; move < MERGE_WIDTH - 1; move++) runOf(storage, rows, next, 1, `m${move}-`, OPEN_RUN_KEYS);
+      const before = runs(storage, 1);
+      const gen = storage.exec(`SELECT value FROM meta WHERE key = 'key_gen'`);
+      failing = true;
+      expect(() => runOf(storage, rows, next, 1, 'undone-', OPEN_RUN_KEYS)).toThrow('disk full');
+      failing = false;
+      expect(runs(storage, 1)).toEqual(before);
+      expect(storage.exec(`SELECT value FROM meta WHERE key = 'key_gen'`)).toEqual(gen);
+      rows.keys.move();
+      expect(runs(storage, 1)).toEqual([[MERGE_WIDTH * 16 + 1, MERGE_WIDTH * OPEN_RUN_KEYS]]);
+      for (const key of ['m0-0', 'undone-0', `undone-${OPEN_RUN_KEYS - 1}`]) expect(rows.insertIfNewKeys(1, [keyed(1e6, key)])).toBe(false);
+    });
+
     it(`a merge of exactly ${MERGE_ROWS_PER_MOVE} entries is done in the move that begins it`, async () => {
       const { storage, rows } = await open();
       const next = new Map<number, number>();

@@ -156,6 +156,15 @@ export class KeyRuns {
     this.include(sid, this.gen * LEVELS);
   }
 
+  /**
+   * A transaction that called `moved` was undone: the generation, the runs and the merges are read
+   * again from what is stored when next needed (the undone move may have advanced or finished them
+   * in memory only).
+   */
+  undone(): void {
+    this.epoch = -1;
+  }
+
   /** The entries of stream `sid` were deleted (some or all): its runs are read again when next needed, its merge forgotten. */
   forget(sid: number): void {
     this.sync();
@@ -177,12 +186,6 @@ export class KeyRuns {
       while (left >= budget / 4 && this.merges.get(merge.sid) === merge) left -= this.step(merge, left);
       if (left < budget / 4) break;
     }
-  }
-
-  /** The merges due or begun (for tests and metrics). */
-  pendingMerges(): number {
-    this.sync();
-    return this.merges.size;
   }
 
   /**
