@@ -108,7 +108,7 @@ export class KeyRuns {
     /** Whether stream `sid` is known to have too many keys for a filter of moved keys (it probes, or will, every run for every key). */
     private readonly unfiltered: (sid: number) => boolean,
     /** Stream `sid`, unfiltered, has its runs folded into the base run (but for the open one). */
-    private readonly folded: (sid: number) => void = () => {},
+    private readonly folded: (sid: number) => void,
   ) {}
 
   /** The run the next move writes, where claims go too. */

@@ -147,7 +147,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
       { sid: 2, ofs: 1, idem: 'k1' },
     ]);
     // Every key moved (the watermark at the highest rowid): nothing is left for memory to load.
-    // Format 10 put them in the legacy run.
+    // Format 10 put them in the base run.
     expect(storage.exec(`SELECT sid, run, idem, ofs FROM event_keys ORDER BY sid`)).toEqual([
       { sid: 1, run: 15, idem: 'k1', ofs: 1 },
       { sid: 2, run: 15, idem: 'k1', ofs: 1 },
@@ -255,7 +255,7 @@ describe('storage format check and upgrades (protocol §16.4)', () => {
     expect(rows.range(1, all).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
   });
 
-  it('format 9 is upgraded to 10: event_keys gets runs, its entries and the keys past the watermark the legacy run; every key is found, a copy of format 6 met again', () => {
+  it('format 9 is upgraded to 10: event_keys gets runs, its entries and the keys past the watermark the base run; every key is found, a copy of format 6 met again', () => {
     const storage = open();
     openSchema(storage);
     const insert = `INSERT INTO events (sid, ofs, type, ephemeral, idem, created_ms, body) VALUES (?, ?, 'x', 0, ?, 0, ?)`;

@@ -39,6 +39,7 @@ const EVENT_KEYS_TABLE_FORMAT_6 = `CREATE TABLE IF NOT EXISTS event_keys (
      PRIMARY KEY (sid, idem)
    ) WITHOUT ROWID`;
 
+/** Whether the database has a table of this name (a step reads or changes only what is there). */
 const hasTable = (storage: SqlStorage, name: string): boolean =>
   storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?`, name)[0]!.n > 0;
 
@@ -73,8 +74,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // event row once. A database without an events table gets the new index from the schema.
     summary: 'the idempotency index rebuilt as (key, stream) (no event is rewritten)',
     apply(storage) {
-      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
-      if (hasEvents) {
+      if (hasTable(storage, 'events')) {
         storage.run(`DROP INDEX IF EXISTS events_by_idem`);
         storage.run(`CREATE UNIQUE INDEX events_by_idem ON events (idem, sid) WHERE idem IS NOT NULL`);
       }
@@ -89,8 +89,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // table and its watermark from the schema.
     summary: 'idempotency keys moved from an index on the events into a table of their own (no event is rewritten)',
     apply(storage) {
-      const hasEvents = storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n > 0;
-      if (hasEvents) {
+      if (hasTable(storage, 'events')) {
         storage.run(EVENT_KEYS_TABLE_FORMAT_6);
         storage.run(`INSERT INTO event_keys (sid, idem, ofs) SELECT sid, idem, ofs FROM events WHERE idem IS NOT NULL ORDER BY sid, idem`);
         storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, CAST((SELECT coalesce(max(rowid), 0) FROM events) AS TEXT))`, KEYS_MOVED);
@@ -143,7 +142,7 @@ export const MIGRATIONS: readonly Migration[] = [
       storage.run(EVENT_OFFSETS_TABLE);
       storage.run(`UPDATE streams SET format = 9 WHERE format = 8`);
       // A database without an events table gets it, and the rest, from the schema.
-      if (storage.exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'events'`)[0]!.n === 0) return;
+      if (!hasTable(storage, 'events')) return;
       const watermark = storage.execRows(`SELECT value FROM meta WHERE key = ?`, KEYS_MOVED)[0];
       storage.run(
         `INSERT OR IGNORE INTO event_offsets (sid, ofs, rid) SELECT sid, ofs, rowid FROM events WHERE rowid <= ? OR copy_run IS NOT NULL ORDER BY sid, ofs`,
