@@ -34,6 +34,8 @@ export interface EntranceOptions {
   keepAliveTimeoutMs?: number | undefined;
   headersTimeoutMs?: number | undefined;
   metrics: MetricsRegistry;
+  /** Told of each request node:http parses (the front's appends show as commits instead). */
+  onRequest?: () => void;
 }
 
 export interface Entrances {
@@ -66,7 +68,9 @@ export function nodeEntrances(options: EntranceOptions): Entrances {
   const appendNatively = nativeAppend(answerAppend, logger, isFastTarget);
   // Plain page reads too (http/read-route.ts), with the answer the app would give.
   const readNatively = nativeRead(readAnswerer({ service, tokens, logger, hooks }), logger);
+  const onRequest = options.onRequest ?? (() => undefined);
   const server = createServer({ ServerResponse: FlushingResponse }, (incoming, outgoing) => {
+    onRequest();
     if (http.admit(outgoing) && !appendNatively(incoming, outgoing) && !readNatively(incoming, outgoing)) void listener(incoming, outgoing);
   });
   const http = trackHttp(server);

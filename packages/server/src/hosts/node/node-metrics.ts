@@ -10,6 +10,7 @@
  * made on first use, serves every server in it (tests start many).
  */
 import { statSync } from 'node:fs';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { ServerMetrics } from '../../engine/metrics.js';
 import type { ReadCache } from '../../engine/read-cache.js';
@@ -24,10 +25,134 @@ let processRegistry: client.Registry | undefined;
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 
+/**
+ * After this long with no request and no commit the delay monitor stops sampling, so that an idle
+ * server is not woken at all (docs/operations.md "Tuning knobs", Idle); the next request or commit
+ * starts it again.
+ */
+export const EVENT_LOOP_IDLE_MS = 10_000;
+
+/**
+ * The delay monitor behind the `nodejs_eventloop_lag_*` families, sampling only while the process
+ * has work. prom-client's own monitor cannot be paused, so it is made never to sample (its
+ * resolution set past any uptime) and its families are served from this one under the same names.
+ */
+export class EventLoopDelay {
+  private readonly histogram: IntervalHistogram;
+  private sampling = false;
+  /** Whether `busy` was called since the last idle check. */
+  private touched = false;
+  private check: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    sampleMs = EVENT_LOOP_SAMPLE_MS,
+    private readonly idleMs = EVENT_LOOP_IDLE_MS,
+  ) {
+    this.histogram = monitorEventLoopDelay({ resolution: sampleMs });
+  }
+
+  /** Whether the monitor samples now. */
+  get active(): boolean {
+    return this.sampling;
+  }
+
+  /** Work arrived: sample while it lasts. Cheap enough to call per request. */
+  busy(): void {
+    if (this.sampling) {
+      this.touched = true;
+      return;
+    }
+    this.sampling = true;
+    this.touched = false;
+    this.histogram.enable();
+    // Checked once per idle period: a period without `busy` pauses the sampling.
+    this.check = setInterval(() => {
+      if (this.touched) this.touched = false;
+      else this.pause();
+    }, this.idleMs);
+    this.check.unref();
+  }
+
+  pause(): void {
+    if (!this.sampling) return;
+    this.sampling = false;
+    this.histogram.disable();
+    clearInterval(this.check);
+    this.check = undefined;
+  }
+
+  /**
+   * The delays sampled since the previous read, in seconds, then forgotten; NaN for each figure
+   * when no sample fell (a read right after the previous one, or a pause before any sample).
+   */
+  take(): { min: number; max: number; mean: number; stddev: number; p50: number; p90: number; p99: number } {
+    const h = this.histogram;
+    const none = h.count === 0;
+    const seconds = (ns: number) => (none ? Number.NaN : ns / 1e9);
+    const figures = {
+      min: seconds(h.min),
+      max: seconds(h.max),
+      mean: seconds(h.mean),
+      stddev: seconds(h.stddev),
+      p50: seconds(h.percentile(50)),
+      p90: seconds(h.percentile(90)),
+      p99: seconds(h.percentile(99)),
+    };
+    h.reset();
+    return figures;
+  }
+}
+
+/** prom-client's monitor samples this seldom (about 24 days): in effect never. */
+const NEVER_MS = 2 ** 31 - 1;
+
+let delayMonitor: EventLoopDelay | undefined;
+
+/** The process's delay monitor (one per process, like the registry its families are in). */
+export function eventLoopDelay(): EventLoopDelay {
+  processMetrics();
+  return delayMonitor!;
+}
+
+const LAG_FIGURES = [
+  ['min', 'Shortest event-loop delay sampled since the previous scrape'],
+  ['max', 'Longest event-loop delay sampled since the previous scrape'],
+  ['mean', 'Mean event-loop delay sampled since the previous scrape'],
+  ['stddev', 'Standard deviation of the event-loop delays sampled since the previous scrape'],
+  ['p50', 'Median event-loop delay sampled since the previous scrape'],
+  ['p90', '90th percentile of the event-loop delays sampled since the previous scrape'],
+  ['p99', '99th percentile of the event-loop delays sampled since the previous scrape'],
+] as const;
+
 function processMetrics(): client.Registry {
   if (!processRegistry) {
-    processRegistry = new client.Registry();
-    client.collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    const registry = new client.Registry();
+    client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: NEVER_MS });
+    const monitor = new EventLoopDelay();
+    // The same family names, read from the monitor that pauses. Registered in this order, `min`
+    // is collected first at each scrape and sets every figure from one take().
+    const gauges = new Map<string, client.Gauge>();
+    for (const [figure, help] of LAG_FIGURES) {
+      const name = `nodejs_eventloop_lag_${figure}_seconds`;
+      registry.removeSingleMetric(name);
+      const gauge = new client.Gauge({
+        name,
+        help,
+        registers: [registry],
+        ...(figure === 'min'
+          ? {
+              collect() {
+                const taken = monitor.take();
+                for (const [f] of LAG_FIGURES) gauges.get(f)!.set(taken[f]);
+              },
+            }
+          : {}),
+      });
+      gauges.set(figure, gauge);
+    }
+    monitor.busy();
+    delayMonitor = monitor;
+    processRegistry = registry;
   }
   return processRegistry;
 }
@@ -87,7 +212,9 @@ export function nodeMetrics(metrics: ServerMetrics, options: NodeMetricsOptions)
   // monitor's mean and percentiles are NaN when no sample fell since the scrape before (two
   // scrapes closer than EVENT_LOOP_SAMPLE_MS).
   registry.addSource(async () => (await processes.metrics()).replace(/ Nan$/gm, ' NaN'));
+  const delay = eventLoopDelay();
   return ({ transactions, seconds, syncSeconds }) => {
+    delay.busy();
     groupSize.observe(transactions);
     commit.observe(seconds);
     if (syncSeconds !== null) fsync.observe(syncSeconds);

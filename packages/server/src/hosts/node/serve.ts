@@ -26,7 +26,7 @@ import type { LogLevel } from '../../ports/logger.js';
 import { createNodeLogger, type LogFormat } from './logger.js';
 import { copyReceiver } from '../../engine/receivers/copy.js';
 import { nodeAlarms } from './alarms.js';
-import { nodeMetrics } from './node-metrics.js';
+import { eventLoopDelay, nodeMetrics } from './node-metrics.js';
 import { DEFAULT_READ_CACHE_BYTES, ReadCache } from '../../engine/read-cache.js';
 import type { HostResolver, WebhookProxy } from './outbound.js';
 import { nodeWebhooks } from './webhooks.js';
@@ -164,6 +164,7 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
   // Read at scrape time, once the RPC endpoint is attached below.
   const readCacheBytes = options.readCacheBytes ?? DEFAULT_READ_CACHE_BYTES;
   const readCache = readCacheBytes > 0 ? new ReadCache(readCacheBytes) : undefined;
+  const delay = eventLoopDelay();
   const onCommit = nodeMetrics(metrics, { databaseFile: join(dataDir, DATABASE_FILE), rpcSessions: () => rpc.sessions, readCache });
   try {
     webhookSecret = loadWebhookSecret(dataDir, options.webhookSecret);
@@ -291,6 +292,8 @@ export async function startNodeServer(options: NodeServerOptions = {}): Promise<
     keepAliveTimeoutMs: options.keepAliveTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs,
     metrics: metrics.registry,
+    // A request wakes the event-loop delay monitor that an idle period paused (node-metrics.ts).
+    onRequest: () => delay.busy(),
   });
   const rpc = attachRpc(server, { tokens, deps: itxDeps, logger, ready: () => ready });
   await new Promise<void>((resolvePromise, reject) => {
