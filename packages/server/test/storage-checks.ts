@@ -14,12 +14,14 @@
  * column affinity is what makes them integers again. The engine's schema declares its columns.
  *
  * The checks of the SQL surface (exec, types, run, RETURNING, reused statements) are in
- * storage-checks-sql.ts; defineStorageChecks registers them with the others, in one suite per adapter.
+ * storage-checks-sql.ts, those of an in-place upgrade with data in storage-checks-upgrade.ts;
+ * defineStorageChecks registers them with the others, in one suite per adapter.
  */
 import type { ExpectStatic } from 'vitest';
 import type { SqlStorage, SqlValue } from '../src/ports/storage.js';
 import { defineListingChecks } from './storage-checks-listing.js';
 import { Boom, byteChecks, count, defineSqlChecks, names } from './storage-checks-sql.js';
+import { defineUpgradeChecks } from './storage-checks-upgrade.js';
 
 export interface StorageUnderTest {
   storage: SqlStorage;
@@ -73,6 +75,7 @@ export function defineStorageChecks(t: ConformanceApi, name: string, factory: St
 
     defineSqlChecks(t, () => s);
     defineListingChecks(t, () => s);
+    defineUpgradeChecks(t, () => s);
 
     describe('transaction', () => {
       it('answers the value of fn, and its writes are visible to every later exec at once', () => {

@@ -13,6 +13,7 @@ import { SqliteStorage } from '../adapters/sqlite/sqlite-storage.js';
 import { MIGRATIONS, OLDEST_UPGRADABLE_FORMAT, runMigrations, type Migration } from './migrations.js';
 import { FORMAT_VERSION, openSchema, storedFormat } from './schema.js';
 import { EventRows } from './event-rows.js';
+import { restoreKeyTable } from '../../test/storage-checks-upgrade.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -45,17 +46,6 @@ function thrown(fn: () => void): RivuletError {
     throw error;
   }
   throw new Error('expected a refusal');
-}
-
-/**
- * Takes what format 10 changed away again: event_keys keyed by (sid, idem) with no run, and no
- * generation in meta (format 9's layout).
- */
-function restoreKeyTable(storage: SqliteStorage): void {
-  storage.run(`DROP TABLE event_keys`);
-  storage.run(`CREATE TABLE event_keys (sid INTEGER NOT NULL, idem TEXT NOT NULL, ofs INTEGER NOT NULL, PRIMARY KEY (sid, idem)) WITHOUT ROWID`);
-  storage.run(`DELETE FROM meta WHERE key = 'key_gen'`);
-  storage.run(`DROP TABLE key_merges`);
 }
 
 /**
