@@ -90,7 +90,7 @@ export function localDirectory(registry: () => StreamRegistry): StreamDirectory 
 export function composeEngine(options: EngineOptions): Engine {
   const { storage, alarms, timer, clock, random, config, metrics } = options;
   const log = engineLog(options.logger);
-  const store = new StreamStore(storage, options.store);
+  const store = new StreamStore(storage, { timer, ...options.store });
   // Halts, resumes, cursor sets, skips, drops and destroys, logged from here alone (lifecycle-log.ts).
   const lifecycle = lifecycleLog(options.logger);
   const delivery = new DeliveryEngine({

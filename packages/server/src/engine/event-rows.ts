@@ -7,6 +7,7 @@
  * (docs/architecture.md "Storage"). Holds no state besides the read cache's chunk source and the
  * offsets' bound (event-index.ts MovedOffsets).
  */
+import type { Timer } from '../ports/timer.js';
 import type { CommittedEvent } from '@rivulet/contract';
 import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
@@ -116,9 +117,11 @@ export class EventRows {
   constructor(
     private readonly storage: SqlStorage,
     private readonly readCache: ReadCache | undefined,
+    /** With one, the keys' merge work runs in slices after each move (event-keys.ts). */
+    timer?: Timer,
   ) {
     this.offsets = new MovedOffsets(storage);
-    this.keys = new EventKeys(storage, this.offsets);
+    this.keys = new EventKeys(storage, this.offsets, timer);
     this.runs = new CopyRuns(storage);
   }
 

@@ -3,14 +3,16 @@
  * batches"): moves write the open run until a stream has OPEN_RUN_KEYS keys in it, MERGE_WIDTH runs
  * of a level become one of the next,
  * a merge larger than MERGE_ROWS_PER_MOVE goes in steps, one per move, with every key found in
- * between, the newest entry of a key wins, and an interrupted merge resumes from the tables alone.
+ * between, the newest entry of a key wins, and an interrupted merge resumes from the tables alone;
+ * with a timer (as the engine has), a move's merge work is done after it, a slice per turn.
  * Over every test adapter.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { testStorages } from '../../test/helpers/test-storages.js';
 import type { SqlStorage } from '../ports/storage.js';
 import { EventRows, type EventRowInput } from './event-rows.js';
-import { BASE_RUN, KeyRuns, MERGE_ROWS_PER_MOVE, MERGE_WIDTH, OPEN_RUN_KEYS, levelOf } from './key-runs.js';
+import type { Timer } from '../ports/timer.js';
+import { BASE_RUN, KeyRuns, MERGE_ROWS_PER_MOVE, MERGE_SLICES, MERGE_WIDTH, OPEN_RUN_KEYS, levelOf } from './key-runs.js';
 import { openSchema } from './schema.js';
 
 const cleanups: Array<() => void> = [];
@@ -131,6 +133,55 @@ for (const adapter of testStorages(cleanups, 'rivulet-key-runs-')) {
       expect(runs(storage, 1)).toEqual([[MERGE_WIDTH * 16 + 1, total]]);
       expect(storage.exec(`SELECT count(*) AS n FROM key_merges`)).toEqual([{ n: 0 }]);
       expect(again.insertIfNewKeys(1, [keyed(1e6, `m5-${per - 2}`)])).toBe(false);
+    });
+
+    it(`with a timer a move merges nothing itself; its work follows in ${MERGE_SLICES} slices of ${MERGE_ROWS_PER_MOVE / MERGE_SLICES} entries at most, one per timer turn, every key found between`, async () => {
+      const storage = await adapter.open();
+      openSchema(storage);
+      // A timer whose turns the test runs one at a time.
+      const due: Array<() => void> = [];
+      const timer: Timer = {
+        set(delayMs, fn) {
+          expect(delayMs).toBe(0);
+          due.push(fn);
+          return () => due.splice(due.indexOf(fn), 1);
+        },
+      };
+      const turn = (): boolean => {
+        const fn = due.shift();
+        fn?.();
+        return fn !== undefined;
+      };
+      const rows = new EventRows(storage, undefined, timer);
+      const next = new Map<number, number>();
+      const per = Math.ceil((MERGE_ROWS_PER_MOVE * 1.5) / MERGE_WIDTH);
+      const total = per * MERGE_WIDTH;
+      for (let move = 0; move < MERGE_WIDTH; move++) {
+        runOf(storage, rows, next, 1, `m${move}-`, per);
+        if (move < MERGE_WIDTH - 1) while (turn()); // nothing to merge yet: slices end at once
+      }
+      // The eighth move made the merge due and copied nothing.
+      expect(levels(storage, 1)).toEqual(Array(MERGE_WIDTH).fill(0));
+      const merged = () => runs(storage, 1).find(([run]) => levelOf(run) === 1)?.[1] ?? 0;
+      const copied: number[] = [];
+      while (turn()) {
+        copied.push(merged() - copied.reduce((a, b) => a + b, 0));
+        expect(runs(storage, 1).reduce((sum, [, n]) => sum + n, 0)).toBe(total);
+        for (const key of ['m0-0', `m7-${per - 1}`, 'm3-17']) expect(rows.insertIfNewKeys(1, [keyed(1e6, key)])).toBe(false);
+      }
+      // The move owed MERGE_SLICES slices; each copied a slice's budget at most.
+      expect(copied).toHaveLength(MERGE_SLICES);
+      for (const n of copied) expect(n).toBeLessThanOrEqual(MERGE_ROWS_PER_MOVE / MERGE_SLICES);
+      expect(copied.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+      expect(merged()).toBeLessThan(total);
+      // The next move owes more slices, which finish the merge; then they stop.
+      runOf(storage, rows, next, 2, 'other-', 1);
+      let turns = 0;
+      while (turn()) turns++;
+      expect(turns).toBeLessThanOrEqual(MERGE_SLICES);
+      expect(runs(storage, 1)).toEqual([[MERGE_WIDTH * 16 + 1, total]]);
+      expect(storage.exec(`SELECT count(*) AS n FROM key_merges`)).toEqual([{ n: 0 }]);
+      expect(rows.insertIfNewKeys(1, [keyed(1e6, `m5-${per - 2}`)])).toBe(false);
     });
 
     it('a move undone after it closed the run and merged leaves nothing of that in memory: the next move closes and merges from what is stored', async () => {

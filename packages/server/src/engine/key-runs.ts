@@ -25,6 +25,7 @@
  * restart resumes it.
  */
 import type { SqlStorage } from '../ports/storage.js';
+import type { CancelTimer, Timer } from '../ports/timer.js';
 
 /**
  * The merges under way that took more than one step: the stream, its inputs (a JSON list) and its
@@ -53,6 +54,14 @@ export const OPEN_RUN_KEYS = 128;
 export const MERGE_WIDTH = 8;
 /** The entries one move's merge work copies at most (docs/architecture.md "Idempotency keys are indexed in batches"). */
 export const MERGE_ROWS_PER_MOVE = 8192;
+/**
+ * Where the engine has a timer, a move's merge work is done after it, in this many transactions of
+ * MERGE_ROWS_PER_MOVE / MERGE_SLICES entries, one per event-loop turn (event-keys.ts): no turn
+ * stalls the requests in it for the whole budget.
+ */
+export const MERGE_SLICES = 4;
+/** Slices of merge work owed at most: moves faster than the turns that do them cannot pile up more. */
+const MAX_SLICES_OWED = 4 * MERGE_SLICES;
 const LEVELS = 16;
 const TOP_LEVEL = 14;
 
@@ -102,6 +111,9 @@ export class KeyRuns {
   private readonly inOpen = new Map<number, number>();
   private gen = 0;
   private epoch = -1;
+  /** Slices of merge work the moves owe, and the timer of the next (mergeLater). */
+  private slicesOwed = 0;
+  private sliceTimer: CancelTimer | undefined;
 
   constructor(
     private readonly storage: SqlStorage,
@@ -133,9 +145,9 @@ export class KeyRuns {
    * After a move wrote the open run for the streams of the map (`moved`: stream → keys), in the
    * move's transaction: once a stream has OPEN_RUN_KEYS keys or more there, the run is closed (the
    * next generation opens) and each stream that wrote it may have a merge due; then merge work of
-   * at most MERGE_ROWS_PER_MOVE entries is done.
+   * at most `mergeBudget` entries is done (0: none, the caller asks for it with mergeLater).
    */
-  moved(moved: Iterable<[number, number]>): void {
+  moved(moved: Iterable<[number, number]>, mergeBudget = MERGE_ROWS_PER_MOVE): void {
     this.sync();
     for (const [sid, count] of moved) this.wrote(sid, count);
     let full = false;
@@ -147,7 +159,46 @@ export class KeyRuns {
       this.inOpen.clear();
       for (const sid of wrote) this.plan(sid);
     }
-    this.mergeSome(MERGE_ROWS_PER_MOVE);
+    if (mergeBudget > 0) this.mergeSome(mergeBudget);
+  }
+
+  /** A move (its transaction committed) owes its merge work: MERGE_SLICES slices, one per turn, from the next turn on. */
+  mergeLater(timer: Timer): void {
+    this.slicesOwed = Math.min(this.slicesOwed + MERGE_SLICES, MAX_SLICES_OWED);
+    this.sliceTimer ??= timer.set(0, () => this.mergeSlice(timer));
+  }
+
+  /**
+   * One slice of the merge work moves owe, in a transaction of its own (a failure undoes only it:
+   * each step of a merge is whole); the next slice in the next turn while merges
+   * remain. Bounded by MERGE_SLICES per move, as the work was when each move did it at once.
+   */
+  private mergeSlice(timer: Timer): void {
+    this.sliceTimer = undefined;
+    if (this.slicesOwed === 0) return;
+    this.slicesOwed--;
+    try {
+      if (!this.merging) {
+        this.slicesOwed = 0;
+        return;
+      }
+      // Not durable by itself: a step lost with a power loss leaves the runs as they were before
+      // it, which is as right; the next durable commit makes it durable anyway.
+      this.storage.transaction(() => this.mergeSome(MERGE_ROWS_PER_MOVE / MERGE_SLICES), { durable: false });
+    } catch {
+      // The storage failed or was closed: what is stored is read again, and the next move owes
+      // slices again.
+      this.undone();
+      this.slicesOwed = 0;
+      return;
+    }
+    if (this.slicesOwed > 0) this.sliceTimer = timer.set(0, () => this.mergeSlice(timer));
+  }
+
+  /** Whether merges are begun or due. */
+  get merging(): boolean {
+    this.sync();
+    return this.merges.size > 0;
   }
 
   /** Stream `sid` wrote `count` keys into the open run: it is listed among the stream's runs. */

@@ -3,6 +3,7 @@
  * events table's own statements are in event-rows.ts, which this hands them to (and the read
  * cache's chunk loads in read-cache.ts). Holds no state; one instance serves every stream of a database.
  */
+import type { Timer } from '../ports/timer.js';
 import type { CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
 import { derivedHeadSql } from './event-index.js';
@@ -54,6 +55,8 @@ export interface StreamStoreOptions {
   checkpointEvery?: number;
   /** Joined pages read again come from it (the Node host's); deleting a readable stream's rows forgets its chunks. */
   readCache?: ReadCache;
+  /** With one, the idempotency keys' merge work runs in slices after each move, a slice per turn (event-keys.ts). */
+  timer?: Timer;
 }
 
 export class StreamStore {
@@ -68,7 +71,7 @@ export class StreamStore {
     private readonly options: StreamStoreOptions = {},
   ) {
     this.checkpointEvery = options.checkpointEvery ?? CHECKPOINT_EVERY;
-    this.events = new EventRows(storage, options.readCache);
+    this.events = new EventRows(storage, options.readCache, options.timer);
   }
 
   /**
