@@ -12,7 +12,7 @@ import type { Timer } from '../ports/timer.js';
 import { CopyClaims, isCopyKey, offsetIn, splitCopyKey, type CopyKey } from './copy-claims.js';
 import { EVENT_BODY, EVENTS_WITH_RUNS, RUNS_JOIN } from './copy-rows.js';
 import { EVENTS_BY_OFFSET, type MovedOffsets } from './event-index.js';
-import { KeyRuns, MERGE_ROWS_PER_MOVE } from './key-runs.js';
+import { KeyRuns } from './key-runs.js';
 import { MovedKeyFilters } from './moved-key-filter.js';
 
 /**
@@ -113,8 +113,8 @@ export class EventKeys {
     private readonly storage: SqlStorage,
     /** Where the rows are by offset (event-index.ts): a move moves their entries too. */
     private readonly offsets: MovedOffsets,
-    /** With one, a move's merge work is done in later turns, a slice per turn (mergeLater); without, in the move. */
-    private readonly timer?: Timer,
+    /** With one, a move's merge work is done in later turns, a slice per turn (key-runs.ts); without, in the move. */
+    timer?: Timer,
   ) {
     this.copies = new CopyClaims(storage);
     this.moved = new MovedKeyFilters(storage);
@@ -122,6 +122,7 @@ export class EventKeys {
       storage,
       (sid) => this.moved.unfiltered(sid),
       (sid) => this.moved.drop(sid),
+      timer,
     );
     this.moveAfterRows = moveAfterRows(storage);
   }
@@ -280,10 +281,7 @@ export class EventKeys {
           this.storage.run(MOVE_KEYS, this.runs.openRun(), this.watermark);
           for (const [sid, keys] of this.recent) for (const key of keys.keys()) this.moved.added(sid, key);
         }
-        this.runs.moved(
-          [...this.recent].map(([sid, keys]): [number, number] => [sid, keys.size]),
-          this.timer === undefined ? MERGE_ROWS_PER_MOVE : 0,
-        );
+        this.runs.moved([...this.recent].map(([sid, keys]): [number, number] => [sid, keys.size]));
         // The offsets of the same rows go from the tail into event_offsets (event-index.ts).
         this.offsets.move();
         this.storage.run(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`, KEYS_MOVED, String(top));
@@ -299,9 +297,7 @@ export class EventKeys {
     this.recentCount = 0;
     this.recentCopyKeys = 0;
     this.rowsSinceMove = 0;
-    if (this.timer !== undefined) this.runs.mergeLater(this.timer);
   }
-
 
   /** Deletes the moved keys and the copy claims of stream `sid`, at most `maxRows` of them when given; answers how many. */
   deleteStream(sid: number, maxRows?: number): number {

@@ -7,10 +7,10 @@
  * (docs/architecture.md "Storage"). Holds no state besides the read cache's chunk source and the
  * offsets' bound (event-index.ts MovedOffsets).
  */
-import type { Timer } from '../ports/timer.js';
 import type { CommittedEvent } from '@rivulet/contract';
 import type { FreshEvent } from '../core/decide-append.js';
 import type { SqlStorage } from '../ports/storage.js';
+import type { Timer } from '../ports/timer.js';
 import { ClaimsBuilder, isCopyKey, splitCopyKey } from './copy-claims.js';
 import { CopyRuns, EVENT_BODY, EVENTS_WITH_RUNS } from './copy-rows.js';
 import { EVENTS_BY_OFFSET, MovedOffsets } from './event-index.js';

@@ -56,7 +56,7 @@ export const MERGE_WIDTH = 8;
 export const MERGE_ROWS_PER_MOVE = 8192;
 /**
  * Where the engine has a timer, a move's merge work is done after it, in this many transactions of
- * MERGE_ROWS_PER_MOVE / MERGE_SLICES entries, one per event-loop turn (event-keys.ts): no turn
+ * MERGE_ROWS_PER_MOVE / MERGE_SLICES entries, one per event-loop turn (mergeLater): no turn
  * stalls the requests in it for the whole budget.
  */
 export const MERGE_SLICES = 4;
@@ -121,6 +121,8 @@ export class KeyRuns {
     private readonly unfiltered: (sid: number) => boolean,
     /** Stream `sid`, unfiltered, has its runs folded into the base run (but for the open one). */
     private readonly folded: (sid: number) => void,
+    /** With one, a move's merge work follows it in slices, one per turn (mergeLater); without, the move does it. */
+    private readonly timer?: Timer,
   ) {}
 
   /** The run the next move writes, where claims go too. */
@@ -145,9 +147,9 @@ export class KeyRuns {
    * After a move wrote the open run for the streams of the map (`moved`: stream → keys), in the
    * move's transaction: once a stream has OPEN_RUN_KEYS keys or more there, the run is closed (the
    * next generation opens) and each stream that wrote it may have a merge due; then merge work of
-   * at most `mergeBudget` entries is done (0: none, the caller asks for it with mergeLater).
+   * at most MERGE_ROWS_PER_MOVE entries is done, or owed to the slices that follow (mergeLater).
    */
-  moved(moved: Iterable<[number, number]>, mergeBudget = MERGE_ROWS_PER_MOVE): void {
+  moved(moved: Iterable<[number, number]>): void {
     this.sync();
     for (const [sid, count] of moved) this.wrote(sid, count);
     let full = false;
@@ -159,11 +161,15 @@ export class KeyRuns {
       this.inOpen.clear();
       for (const sid of wrote) this.plan(sid);
     }
-    if (mergeBudget > 0) this.mergeSome(mergeBudget);
+    if (this.timer === undefined) this.mergeSome(MERGE_ROWS_PER_MOVE);
+    else this.mergeLater(this.timer);
   }
 
-  /** A move (its transaction committed) owes its merge work: MERGE_SLICES slices, one per turn, from the next turn on. */
-  mergeLater(timer: Timer): void {
+  /**
+   * A move owes its merge work: MERGE_SLICES slices, one per turn, from the next turn on (after
+   * the move's transaction; should it be undone, the slices find the state read again).
+   */
+  private mergeLater(timer: Timer): void {
     this.slicesOwed = Math.min(this.slicesOwed + MERGE_SLICES, MAX_SLICES_OWED);
     this.sliceTimer ??= timer.set(0, () => this.mergeSlice(timer));
   }
@@ -196,7 +202,7 @@ export class KeyRuns {
   }
 
   /** Whether merges are begun or due. */
-  get merging(): boolean {
+  private get merging(): boolean {
     this.sync();
     return this.merges.size > 0;
   }

@@ -3,9 +3,9 @@
  * events table's own statements are in event-rows.ts, which this hands them to (and the read
  * cache's chunk loads in read-cache.ts). Holds no state; one instance serves every stream of a database.
  */
-import type { Timer } from '../ports/timer.js';
 import type { CoreState, StreamListEntry } from '@rivulet/contract';
 import type { SqlStorage } from '../ports/storage.js';
+import type { Timer } from '../ports/timer.js';
 import { derivedHeadSql } from './event-index.js';
 import { EventRows } from './event-rows.js';
 import type { ReadCache } from './read-cache.js';

@@ -1,7 +1,8 @@
 /**
  * The metrics only the Node host has (protocol §15.2): process and runtime metrics from
- * prom-client's default collectors (CPU, resident memory, heap, event-loop lag, GC, open file
- * descriptors), the storage adapter's commits (group size, commit and fsync durations), the sizes
+ * prom-client's default collectors (CPU, resident memory, heap, GC, open file descriptors, the
+ * event-loop lag at scrape time) and the event-loop delay percentiles from a monitor that pauses
+ * while the process is idle (EventLoopDelay), the storage adapter's commits (group size, commit and fsync durations), the sizes
  * of the database and its WAL read at scrape time, and the open RPC sessions. The rivulet_*
  * families both hosts share stay in engine/metrics.ts; prom-client only renders the process ones
  * (decision 006).
@@ -209,8 +210,8 @@ export function nodeMetrics(metrics: ServerMetrics, options: NodeMetricsOptions)
   }
   const processes = processMetrics();
   // prom-client 15 writes a NaN sample as `Nan`; the text format spells it `NaN`. The delay
-  // monitor's mean and percentiles are NaN when no sample fell since the scrape before (two
-  // scrapes closer than EVENT_LOOP_SAMPLE_MS).
+  // monitor's figures are NaN when no sample fell since the scrape before (two scrapes closer
+  // than EVENT_LOOP_SAMPLE_MS, or the monitor paused while idle).
   registry.addSource(async () => (await processes.metrics()).replace(/ Nan$/gm, ' NaN'));
   const delay = eventLoopDelay();
   return ({ transactions, seconds, syncSeconds }) => {
